@@ -1,0 +1,1 @@
+"""Hookline: a serverless HTTP-callback job scheduler (core package, shipped as a Lambda layer)."""

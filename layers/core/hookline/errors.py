@@ -1,0 +1,84 @@
+"""Domain errors; the API maps each to one HTTP status and a machine-readable code, once."""
+
+
+class HooklineError(Exception):
+    """Base of every error the core raises on purpose."""
+
+    code = "internal_error"
+    http_status = 500
+
+
+class InvalidRequest(HooklineError):
+    """The request is well-formed JSON but breaks a rule the models cannot express."""
+
+    code = "validation_error"
+    http_status = 422
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class UnsafeUrl(InvalidRequest):
+    """The callback URL resolves to an address Hookline must not call."""
+
+    code = "unsafe_url"
+
+
+class Unauthorized(HooklineError):
+    """The API key is missing, malformed, unknown or revoked (one answer for all, on purpose)."""
+
+    code = "unauthorized"
+    http_status = 401
+
+
+class Forbidden(HooklineError):
+    """The key is valid but lacks the scope the route needs."""
+
+    code = "forbidden"
+    http_status = 403
+
+
+class NotFound(HooklineError):
+    """No such item for this tenant (another tenant's item is not found, never forbidden)."""
+
+    code = "not_found"
+    http_status = 404
+
+
+class Conflict(HooklineError):
+    """The request conflicts with the item's current state."""
+
+    code = "conflict"
+    http_status = 409
+
+
+class IdempotencyConflict(Conflict):
+    """The idempotency key was used before with a different request."""
+
+    code = "idempotency_key_reused"
+
+
+class StaleState(HooklineError):
+    """A conditional write lost a race: the item is no longer in the state the caller saw."""
+
+    code = "stale_state"
+    http_status = 409
+
+
+class RateLimited(HooklineError):
+    """The caller exceeded its request rate."""
+
+    code = "rate_limited"
+    http_status = 429
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class DependencyDown(HooklineError):
+    """Redis or DynamoDB is unreachable."""
+
+    code = "dependency_unavailable"
+    http_status = 503

@@ -1,0 +1,59 @@
+"""Every Redis key name Hookline uses, one function per key.
+
+All keys of one shard share the hash tag `{hl:s<shard>}`, so one Lua script may touch any of them in a
+Redis cluster. Limiter keys get a hash tag of their own: their scripts touch nothing else.
+"""
+
+CONSUMER_GROUP = "executors"
+
+
+def _shard_tag(shard: int) -> str:
+    return f"{{hl:s{shard}}}"
+
+
+def due_key(shard: int) -> str:
+    """ZSET: member → due time (ms). Jobs waiting for their time (first run, retry, limiter delay)."""
+    return f"{_shard_tag(shard)}:due"
+
+
+def ready_stream(shard: int) -> str:
+    """STREAM with consumer group CONSUMER_GROUP: one entry per delivery to make now (field `m` = member)."""
+    return f"{_shard_tag(shard)}:ready"
+
+
+def inflight_key(shard: int) -> str:
+    """ZSET: member → promotion time (ms). Members in the ready stream, pending or not yet acked.
+
+    Streams cannot answer "is this job in here?"; this index can, so reconciliation knows what Redis lost.
+    """
+    return f"{_shard_tag(shard)}:inflight"
+
+
+def wake_key(shard: int) -> str:
+    """LIST: a token pushed when a job becomes due earlier than the promoter's planned wake-up."""
+    return f"{_shard_tag(shard)}:wake"
+
+
+def dead_stream(shard: int) -> str:
+    """STREAM: one entry per dead-lettered job (fields `m` member, `reason`), trimmed to a maximum length."""
+    return f"{_shard_tag(shard)}:dead"
+
+
+def cron_key(shard: int) -> str:
+    """ZSET: schedule reference → next fire time (ms)."""
+    return f"{_shard_tag(shard)}:cron"
+
+
+def rate_key(tenant: str, key: str) -> str:
+    """ZSET: admission id → admission time (ms); the sliding-window log of one rate-limit key."""
+    return f"{{hl:rl:{tenant}:{key}}}:rate"
+
+
+def concurrency_key(tenant: str, key: str) -> str:
+    """ZSET: holder token → lease expiry (ms); the holders of one concurrency-limit key."""
+    return f"{{hl:cc:{tenant}:{key}}}:holders"
+
+
+def api_rate_key(key_id: str) -> str:
+    """ZSET: request id → request time (ms); the sliding-window log of one API key's request rate."""
+    return f"{{hl:api:{key_id}}}:rate"

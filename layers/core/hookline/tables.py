@@ -1,0 +1,45 @@
+"""DynamoDB attribute and index names the code relies on.
+
+`template.yaml` is the single definition of the tables; tests/unit/test_template_contract.py fails when the
+names here and the template disagree, and local tables are created from the template itself.
+"""
+
+# Jobs table: pk = tenant, sk = "<item type>#<id>", so a tenant's jobs list newest first.
+JOBS_PK = "pk"
+JOBS_SK = "sk"
+JOB_SK_PREFIX = "job#"
+IDEMPOTENCY_SK_PREFIX = "idem#"
+SCHEDULE_SK_PREFIX = "sched#"
+# Sparse GSI: only live jobs carry these two attributes; the reaper's reconciliation reads it.
+LIVE_INDEX = "live"
+LIVE_PK = "live_shard"
+LIVE_SK = "live_due_ms"
+TTL_ATTRIBUTE = "expires_at_s"
+
+# Executions table: one item per attempt.
+EXECUTIONS_PK = "pk"  # "<tenant>#<job id>"
+EXECUTIONS_SK = "attempt"
+
+# API keys table: key id → tenant, secret hash, scopes; tenant items hold signing secrets.
+API_KEYS_PK = "key_id"
+TENANT_ITEM_PREFIX = "tenant#"
+
+
+def job_sk(job_id: str) -> str:
+    """Returns the sort key of a job item."""
+    return f"{JOB_SK_PREFIX}{job_id}"
+
+
+def idempotency_sk(key: str) -> str:
+    """Returns the sort key of an idempotency marker item."""
+    return f"{IDEMPOTENCY_SK_PREFIX}{key}"
+
+
+def execution_pk(tenant: str, job_id: str) -> str:
+    """Returns the partition key of a job's execution items."""
+    return f"{tenant}#{job_id}"
+
+
+def tenant_item_key(tenant: str) -> str:
+    """Returns the key id under which a tenant's signing secrets are stored in the API keys table."""
+    return f"{TENANT_ITEM_PREFIX}{tenant}"

@@ -1,0 +1,35 @@
+-- index.lua: puts one job member where it belongs for its due time.
+-- A member whose due time has come goes straight onto the ready stream (and the in-flight index);
+-- a later one goes into the due ZSET, and the promoter is woken when it became the earliest.
+--
+-- KEYS[1] due       ZSET   member -> due time (ms)
+-- KEYS[2] ready     STREAM entries {m = member, d = deliveries}
+-- KEYS[3] inflight  ZSET   member -> time it entered the ready stream (ms)
+-- KEYS[4] wake      LIST   at most one token; the promoter blocks on it
+-- ARGV[1] member    "tenant/job_id/generation[/flow]"
+-- ARGV[2] due_ms    when the job is due (ms since epoch)
+-- ARGV[3] now_ms    current time (ms since epoch)
+--
+-- Returns 1 when the member was put on the ready stream, 0 when it was put into the due ZSET.
+-- O(log N); one member per call.
+local due_key, ready_key, inflight_key, wake_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local member = ARGV[1]
+local due_ms = tonumber(ARGV[2])
+local now_ms = tonumber(ARGV[3])
+
+if due_ms <= now_ms then
+  redis.call('ZREM', due_key, member)
+  redis.call('XADD', ready_key, '*', 'm', member, 'd', '0')
+  redis.call('ZADD', inflight_key, now_ms, member)
+  return 1
+end
+
+local earliest = redis.call('ZRANGE', due_key, 0, 0, 'WITHSCORES')
+redis.call('ZADD', due_key, due_ms, member)
+if earliest[2] == nil or due_ms < tonumber(earliest[2]) then
+  -- The promoter may be sleeping until a later time: wake it. One token is enough.
+  if redis.call('LLEN', wake_key) == 0 then
+    redis.call('RPUSH', wake_key, '1')
+  end
+end
+return 0

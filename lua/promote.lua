@@ -1,0 +1,30 @@
+-- promote.lua: moves due members (score <= now) from the due ZSET onto the ready stream.
+-- Atomic, so any number of promoters may run at once: each member is moved exactly once.
+--
+-- KEYS[1] due       ZSET   member -> due time (ms)
+-- KEYS[2] ready     STREAM entries {m = member, d = deliveries}
+-- KEYS[3] inflight  ZSET   member -> time it entered the ready stream (ms)
+-- ARGV[1] now_ms    current time (ms since epoch); members due later stay
+-- ARGV[2] batch     the most members to move in this call
+--
+-- Returns {moved, next_due_ms}: how many members were moved, and the due time of the earliest member
+-- left (-1 when none is left). moved == batch means more may be due: the caller loops.
+-- O(batch * log N).
+local due_key, ready_key, inflight_key = KEYS[1], KEYS[2], KEYS[3]
+local now_ms = tonumber(ARGV[1])
+local batch = tonumber(ARGV[2])
+
+local members = redis.call('ZRANGEBYSCORE', due_key, '-inf', now_ms, 'LIMIT', 0, batch)
+for _, member in ipairs(members) do
+  redis.call('XADD', ready_key, '*', 'm', member, 'd', '0')
+  redis.call('ZADD', inflight_key, now_ms, member)
+end
+if #members > 0 then
+  redis.call('ZREM', due_key, unpack(members))
+end
+
+local next_due = redis.call('ZRANGE', due_key, 0, 0, 'WITHSCORES')
+if next_due[2] == nil then
+  return {#members, -1}
+end
+return {#members, tonumber(next_due[2])}

@@ -1,0 +1,101 @@
+"""ack.lua: finishes a delivery (XACK + XDEL) and drops the member from the in-flight index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+
+from hookline.redis_index import RedisIndex
+from tests.integration.lua.conftest import (
+    EXECUTOR,
+    READY,
+    REAPER,
+    SHARD,
+    deliver,
+    entry,
+    seed,
+    shard_state,
+    state,
+    stream_entries,
+)
+
+pytestmark = pytest.mark.integration
+
+A, B = "t/a/1", "t/b/1"
+
+
+@pytest.mark.parametrize(
+    ("given", "delivered", "acked_before", "target", "want_acked", "want"),
+    [
+        pytest.param(
+            state(ready=[entry(A), entry(B)], inflight={A: 1_000, B: 2_000}),
+            2,
+            [],
+            A,
+            True,
+            state(ready=[entry(B)], pending=[(B, EXECUTOR, 1)], inflight={B: 2_000}),
+            id="given_two_pending_entries_when_one_acked_then_it_is_deleted_and_leaves_inflight",
+        ),
+        pytest.param(
+            state(ready=[entry(A, 3)], inflight={A: 1_000}),
+            1,
+            [],
+            A,
+            True,
+            state(),
+            id="given_redelivered_entry_pending_when_acked_then_stream_and_inflight_empty",
+        ),
+        pytest.param(
+            state(ready=[entry(A), entry(B)], inflight={A: 1_000, B: 2_000}),
+            2,
+            [A],
+            A,
+            False,
+            state(ready=[entry(B)], pending=[(B, EXECUTOR, 1)], inflight={B: 2_000}),
+            id="given_entry_already_acked_when_acked_again_then_false_and_nothing_changes",
+        ),
+    ],
+)
+def test_ack(
+    redis_client: redis.Redis,
+    redis_index: RedisIndex,
+    given: dict[str, Any],
+    delivered: int,
+    acked_before: list[str],
+    target: str,
+    want_acked: bool,
+    want: dict[str, Any],
+) -> None:
+    seed(redis_client, due=given["due"], ready=given["ready"], inflight=given["inflight"], wake=given["wake"])
+    entries = {e.member.encode(): e for e in deliver(redis_index, delivered)}
+    for member in acked_before:
+        assert redis_index.ack(entries[member]) is True
+    before = shard_state(redis_client)
+
+    acked = redis_index.ack(entries[target])
+
+    assert acked is want_acked
+    assert shard_state(redis_client) == want
+    if not want_acked:
+        assert shard_state(redis_client) == before
+
+
+def test_given_entry_redelivered_when_stale_ack_of_old_entry_then_false_and_redelivery_still_inflight(
+    redis_client: redis.Redis, redis_index: RedisIndex
+) -> None:
+    seed(redis_client, ready=[entry(A)], inflight={A: 1_000})
+    (old,) = deliver(redis_index, 1)
+    reaper = RedisIndex(redis_client, consumer=REAPER)
+    assert reaper.redeliver(SHARD, min_idle_ms=0, now_ms=5_000, max_deliveries=5).redelivered == 1
+    ((new_id, _),) = stream_entries(redis_client, READY)
+    (new,) = deliver(redis_index, 1)
+    assert new.entry_id == new_id
+    before = shard_state(redis_client)
+    assert before == state(ready=[entry(A, 1)], pending=[(A, EXECUTOR, 1)], inflight={A: 5_000})
+
+    acked = redis_index.ack(old)
+
+    assert acked is False
+    assert shard_state(redis_client) == before
