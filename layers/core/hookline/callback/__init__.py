@@ -1,0 +1,50 @@
+"""Outbound callbacks: the request/result types, signing, address safety and the HTTP client."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+RETRYABLE_STATUS = frozenset({408, 425, 429})
+
+
+@dataclass(frozen=True)
+class CallbackRequest:
+    """One HTTP request to make; headers already include the signature headers."""
+
+    url: str
+    method: str
+    headers: dict[str, str]
+    body: bytes
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class CallbackResult:
+    """What happened when a callback was attempted.
+
+    Exactly one of `status_code` (a response arrived) or `error_class` (no usable response) is set,
+    except that a refused redirect has both.
+    """
+
+    status_code: int | None
+    latency_ms: int
+    response_preview: str | None = None
+    retry_after_s: float | None = None
+    error_class: str | None = None
+    error_message: str | None = None
+    retryable_error: bool = field(default=False)
+
+    @property
+    def succeeded(self) -> bool:
+        """Tells whether the receiver accepted the callback (2xx)."""
+        return self.error_class is None and self.status_code is not None and 200 <= self.status_code < 300
+
+    @property
+    def retryable(self) -> bool:
+        """Tells whether another attempt may succeed (408/425/429/5xx, timeouts, connection errors)."""
+        if self.succeeded:
+            return False
+        if self.error_class is not None:
+            return self.retryable_error
+        assert self.status_code is not None
+        return self.status_code in RETRYABLE_STATUS or self.status_code >= 500
