@@ -1,0 +1,1 @@
+"""DynamoDB adapters: jobs (with idempotency markers), executions, API keys and tenants."""

@@ -1,0 +1,344 @@
+"""The jobs and executions tables: every state change is a conditional write on (status, generation)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from hookline import constants, tables
+from hookline.dynamo import codec
+from hookline.errors import IdempotencyConflict, NotFound, StaleState
+from hookline.models import Execution, Job, JobStatus, Member
+
+# Named conditions. Attribute names always go through ExpressionAttributeNames (`status` is reserved).
+ITEM_IS_NEW = "attribute_not_exists(#pk)"
+MARKER_IS_FREE = "attribute_not_exists(#pk) OR #expires < :now_s"
+# A delivery may start when the job waits in this generation, or when the attempt holding it let its
+# lease expire (the executor crashed or hung); the reaper re-delivers such entries.
+CLAIMABLE = (
+    "#generation = :generation AND (#status = :scheduled OR (#status = :running AND #lease < :now_ms))"
+)
+HELD_BY_ATTEMPT = "#status = :running AND #generation = :generation AND #attempt = :attempt"
+LIVE_IN_GENERATION = "#generation = :generation AND #status IN (:scheduled, :running)"
+CANCELLABLE = "#status = :scheduled"
+
+_NAMES = {
+    "#pk": tables.JOBS_PK,
+    "#status": "status",
+    "#generation": "generation",
+    "#attempt": "attempt",
+    "#lease": "lease_expires_at_ms",
+    "#timeout": "timeout_ms",
+    "#expires": tables.TTL_ATTRIBUTE,
+    "#updated": "updated_ms",
+    "#due": "due_ms",
+    "#live_pk": tables.LIVE_PK,
+    "#live_sk": tables.LIVE_SK,
+    "#code": "last_status_code",
+    "#error": "last_error",
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A job claimed for one attempt, and what the claim replaced."""
+
+    job: Job
+    abandoned_attempt: int | None = None  # the attempt whose lease expired, when the claim took over from it
+    abandoned_since_ms: int | None = None  # when that attempt was claimed
+
+
+@dataclass(frozen=True)
+class Finish:
+    """How an attempt ends in the jobs table."""
+
+    status: JobStatus  # succeeded, dead, or scheduled (a retry)
+    status_code: int | None
+    error: str | None
+    next_due_ms: int | None = None  # for a retry
+
+
+def _names(*expressions: str) -> dict[str, str]:
+    """Returns ExpressionAttributeNames for exactly the placeholders the expressions use."""
+    return {p: _NAMES[p] for expression in expressions for p in re.findall(r"#\w+", expression)}
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+class DynamoJobStore:
+    """Reads and writes jobs, idempotency markers and execution records."""
+
+    def __init__(
+        self,
+        client: Any,
+        jobs_table: str,
+        executions_table: str,
+        lease_margin_ms: int = int(constants.LEASE_MARGIN_S * 1000),
+    ) -> None:
+        self._client = client
+        self._jobs = jobs_table
+        self._executions = executions_table
+        self._lease_margin_ms = lease_margin_ms
+
+    def create(self, job: Job, request_hash: str, now_ms: int) -> tuple[Job, bool]:
+        """Stores a new job; with an idempotency key, returns the earlier job of the same request instead.
+
+        Returns (job, created). Raises IdempotencyConflict when the key was used with a different request.
+        """
+        job_put = {
+            "TableName": self._jobs,
+            "Item": codec.job_to_item(job),
+            "ConditionExpression": ITEM_IS_NEW,
+            "ExpressionAttributeNames": _names(ITEM_IS_NEW),
+        }
+        if job.idempotency_key is None:
+            self._client.put_item(**job_put)
+            return job, True
+        marker = codec.to_attribute_values(
+            {
+                tables.JOBS_PK: job.tenant,
+                tables.JOBS_SK: tables.idempotency_sk(job.idempotency_key),
+                "job_id": job.job_id,
+                "request_hash": request_hash,
+                tables.TTL_ATTRIBUTE: now_ms // 1000 + constants.IDEMPOTENCY_RETENTION_S,
+            }
+        )
+        marker_put = {
+            "TableName": self._jobs,
+            "Item": marker,
+            "ConditionExpression": MARKER_IS_FREE,
+            "ExpressionAttributeNames": _names(MARKER_IS_FREE),
+            "ExpressionAttributeValues": codec.to_attribute_values({":now_s": now_ms // 1000}),
+        }
+        try:
+            self._client.transact_write_items(TransactItems=[{"Put": job_put}, {"Put": marker_put}])
+        except ClientError as error:
+            if _code(error) != "TransactionCanceledException":
+                raise
+            return self._earlier_job(job.tenant, job.idempotency_key, request_hash), False
+        return job, True
+
+    def _earlier_job(self, tenant: str, idempotency_key: str, request_hash: str) -> Job:
+        reply = self._client.get_item(
+            TableName=self._jobs,
+            Key=codec.to_attribute_values(
+                {tables.JOBS_PK: tenant, tables.JOBS_SK: tables.idempotency_sk(idempotency_key)}
+            ),
+            ConsistentRead=True,
+        )
+        if "Item" not in reply:
+            # The marker lost a race with its own expiry; the caller may simply retry.
+            raise StaleState("idempotency marker changed concurrently; retry the request")
+        marker = codec.from_attribute_values(reply["Item"])
+        if marker["request_hash"] != request_hash:
+            raise IdempotencyConflict("idempotency_key was already used with a different request")
+        return self.get(tenant, marker["job_id"])
+
+    def get(self, tenant: str, job_id: str) -> Job:
+        """Returns the tenant's job; raises NotFound (also for another tenant's id)."""
+        reply = self._client.get_item(
+            TableName=self._jobs, Key=codec.job_key(tenant, job_id), ConsistentRead=True
+        )
+        if "Item" not in reply:
+            raise NotFound(f"job {job_id} not found")
+        return codec.item_to_job(reply["Item"])
+
+    def claim(self, member: Member, now_ms: int) -> Claim:
+        """Marks the job running for one more attempt under a lease; StaleState when it may not run.
+
+        The lease lasts the job's own timeout plus a margin, computed by DynamoDB from the stored timeout,
+        so the claim needs no read first.
+        """
+        lease_base_ms = now_ms + self._lease_margin_ms
+        update = (
+            "SET #status = :running, #attempt = #attempt + :one, #lease = #timeout + :lease_base, "
+            "#live_sk = #timeout + :lease_base, #updated = :now_ms"
+        )
+        try:
+            reply = self._client.update_item(
+                TableName=self._jobs,
+                Key=codec.job_key(member.tenant, member.job_id),
+                UpdateExpression=update,
+                ConditionExpression=CLAIMABLE,
+                ExpressionAttributeNames=_names(update, CLAIMABLE),
+                ExpressionAttributeValues=codec.to_attribute_values(
+                    {
+                        ":running": JobStatus.RUNNING.value,
+                        ":scheduled": JobStatus.SCHEDULED.value,
+                        ":one": 1,
+                        ":lease_base": lease_base_ms,
+                        ":now_ms": now_ms,
+                        ":generation": member.generation,
+                    }
+                ),
+                ReturnValues="ALL_OLD",
+            )
+        except ClientError as error:
+            if _code(error) == "ConditionalCheckFailedException":
+                raise StaleState(
+                    f"job {member.job_id} generation {member.generation} is not claimable"
+                ) from error
+            raise
+        if "Attributes" not in reply:
+            raise StaleState(f"job {member.job_id} does not exist")
+        before = codec.item_to_job(reply["Attributes"])
+        job = before.with_changes(
+            status=JobStatus.RUNNING,
+            attempt=before.attempt + 1,
+            lease_expires_at_ms=before.timeout_ms + lease_base_ms,
+            updated_ms=now_ms,
+        )
+        if before.status is JobStatus.RUNNING:
+            return Claim(job, before.attempt, before.updated_ms)
+        return Claim(job)
+
+    def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
+        """Records the attempts and the next state in one transaction; StaleState if it lost the job."""
+        values: dict[str, Any] = {
+            ":status": finish.status.value,
+            ":now_ms": now_ms,
+            ":running": JobStatus.RUNNING.value,
+            ":generation": job.generation,
+            ":attempt": job.attempt,
+        }
+        sets = ["#status = :status", "#updated = :now_ms"]
+        removes = ["#lease"]
+        for placeholder, value, name in (
+            (":code", finish.status_code, "#code"),
+            (":error", finish.error, "#error"),
+        ):
+            if value is None:
+                removes.append(name)
+            else:
+                sets.append(f"{name} = {placeholder}")
+                values[placeholder] = value
+        if finish.status is JobStatus.SCHEDULED:
+            assert finish.next_due_ms is not None
+            sets += ["#generation = :next_generation", "#due = :due", "#live_sk = :due"]
+            values.update({":next_generation": job.generation + 1, ":due": finish.next_due_ms})
+        else:
+            sets.append("#expires = :expires")
+            values[":expires"] = now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S
+            removes += ["#live_pk", "#live_sk"]
+        expression = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
+        update = {
+            "TableName": self._jobs,
+            "Key": codec.job_key(job.tenant, job.job_id),
+            "UpdateExpression": expression,
+            "ConditionExpression": HELD_BY_ATTEMPT,
+            "ExpressionAttributeNames": _names(expression, HELD_BY_ATTEMPT),
+            "ExpressionAttributeValues": codec.to_attribute_values(values),
+        }
+        puts = [
+            {"Put": {"TableName": self._executions, "Item": codec.execution_to_item(e)}} for e in executions
+        ]
+        try:
+            self._client.transact_write_items(TransactItems=[*puts, {"Update": update}])
+        except ClientError as error:
+            if _code(error) == "TransactionCanceledException":
+                raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job") from error
+            raise
+
+    def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
+        """Dead-letters a live job of the member's generation (deliveries ran out); StaleState otherwise."""
+        update = (
+            "SET #status = :dead, #error = :error, #updated = :now_ms, #expires = :expires "
+            "REMOVE #lease, #live_pk, #live_sk"
+        )
+        try:
+            self._client.update_item(
+                TableName=self._jobs,
+                Key=codec.job_key(member.tenant, member.job_id),
+                UpdateExpression=update,
+                ConditionExpression=LIVE_IN_GENERATION,
+                ExpressionAttributeNames=_names(update, LIVE_IN_GENERATION),
+                ExpressionAttributeValues=codec.to_attribute_values(
+                    {
+                        ":dead": JobStatus.DEAD.value,
+                        ":error": reason,
+                        ":now_ms": now_ms,
+                        ":expires": now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S,
+                        ":generation": member.generation,
+                        ":scheduled": JobStatus.SCHEDULED.value,
+                        ":running": JobStatus.RUNNING.value,
+                    }
+                ),
+            )
+        except ClientError as error:
+            if _code(error) == "ConditionalCheckFailedException":
+                raise StaleState(
+                    f"job {member.job_id} is no longer live in generation {member.generation}"
+                ) from error
+            raise
+
+    def cancel(self, tenant: str, job_id: str, now_ms: int) -> Job:
+        """Cancels a job that has not started; returns it as it was. Raises NotFound or StaleState."""
+        update = "SET #status = :cancelled, #updated = :now_ms, #expires = :expires REMOVE #live_pk, #live_sk"
+        condition = f"attribute_exists(#pk) AND {CANCELLABLE}"
+        try:
+            reply = self._client.update_item(
+                TableName=self._jobs,
+                Key=codec.job_key(tenant, job_id),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(update, condition),
+                ExpressionAttributeValues=codec.to_attribute_values(
+                    {
+                        ":cancelled": JobStatus.CANCELLED.value,
+                        ":scheduled": JobStatus.SCHEDULED.value,
+                        ":now_ms": now_ms,
+                        ":expires": now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S,
+                    }
+                ),
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if _code(error) != "ConditionalCheckFailedException":
+                raise
+            response: dict[str, Any] = dict(error.response)
+            if "Item" not in response:
+                raise NotFound(f"job {job_id} not found") from error
+            current = codec.item_to_job(response["Item"])
+            raise StaleState(f"job {job_id} is {current.status.value} and cannot be cancelled") from error
+        return codec.item_to_job(reply["Attributes"])
+
+    def live_jobs(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Job], Any]:
+        """Returns a page of the shard's live jobs (sparse GSI) and the key to go on from (or None)."""
+        request: dict[str, Any] = {
+            "TableName": self._jobs,
+            "IndexName": tables.LIVE_INDEX,
+            "KeyConditionExpression": "#live_pk = :shard",
+            "ExpressionAttributeNames": _names("#live_pk"),
+            "ExpressionAttributeValues": codec.to_attribute_values({":shard": str(shard)}),
+            "Limit": limit,
+        }
+        if start_key is not None:
+            request["ExclusiveStartKey"] = start_key
+        reply = self._client.query(**request)
+        return [codec.item_to_job(item) for item in reply.get("Items", [])], reply.get("LastEvaluatedKey")
+
+    def executions(self, tenant: str, job_id: str) -> list[Execution]:
+        """Returns every recorded attempt of a job, oldest first."""
+        items: list[Any] = []
+        request: dict[str, Any] = {
+            "TableName": self._executions,
+            "KeyConditionExpression": "#pk = :pk",
+            "ExpressionAttributeNames": {"#pk": tables.EXECUTIONS_PK},
+            "ExpressionAttributeValues": codec.to_attribute_values(
+                {":pk": tables.execution_pk(tenant, job_id)}
+            ),
+            "ConsistentRead": True,
+        }
+        while True:
+            reply = self._client.query(**request)
+            items += reply.get("Items", [])
+            if "LastEvaluatedKey" not in reply:
+                break
+            request["ExclusiveStartKey"] = reply["LastEvaluatedKey"]
+        return [codec.item_to_execution(tenant, item) for item in items]
