@@ -1,0 +1,89 @@
+"""Promoting due jobs onto the ready stream, sleeping precisely until the next due time in between."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from hookline import constants
+from hookline.clock import Clock
+from hookline.ports import LiveIndex, MetricsSink
+
+# Redis checks blocking timeouts on its ~100 ms cron, so BLPOP may wake up to that late: wait coarsely in
+# BLPOP until this close to the due time, then finely in short sleeps that still take wake tokens.
+COARSE_WAIT_SLACK_MS = 150
+FINE_SLEEP_MS = 2
+
+
+@dataclass(frozen=True)
+class TickResult:
+    """What one promotion pass over every shard did."""
+
+    moved: int
+    next_due_ms: int | None
+    more_due: bool  # some shard filled its batch: call again at once
+
+
+class Promoter:
+    """Moves due members of every shard onto the ready streams; leader-less (promote.lua is atomic)."""
+
+    def __init__(
+        self,
+        index: LiveIndex,
+        clock: Clock,
+        shards: Sequence[int],
+        metrics: MetricsSink,
+        max_sleep_ms: int = constants.PROMOTER_MAX_SLEEP_MS,
+        batch: int = constants.PROMOTE_BATCH,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._index = index
+        self._clock = clock
+        self._shards = list(shards)
+        self._metrics = metrics
+        self._max_sleep_ms = max_sleep_ms
+        self._batch = batch
+        self._sleep = sleep
+
+    def tick(self) -> TickResult:
+        """Promotes at most one batch per shard."""
+        now_ms = self._clock.now_ms()
+        moved, next_due, more = 0, None, False
+        for shard in self._shards:
+            result = self._index.promote(shard, now_ms, self._batch)
+            moved += result.moved
+            more = more or result.moved == self._batch
+            if result.next_due_ms is not None and (next_due is None or result.next_due_ms < next_due):
+                next_due = result.next_due_ms
+        if moved:
+            self._metrics.count("Promoted", moved)
+        return TickResult(moved, next_due, more)
+
+    def run(self, deadline_ms: int) -> int:
+        """Promotes until deadline_ms, sleeping until the next due time or a wake-up; returns jobs moved."""
+        total = 0
+        while self._clock.now_ms() < deadline_ms:
+            result = self.tick()
+            total += result.moved
+            if not result.more_due:
+                self._wait(result.next_due_ms, deadline_ms)
+        return total
+
+    def _wait(self, next_due_ms: int | None, deadline_ms: int) -> None:
+        """Waits until the next due time (bounded), returning early when a submit signals an earlier one."""
+        now_ms = self._clock.now_ms()
+        bound_ms = min(now_ms + self._max_sleep_ms, deadline_ms)
+        if next_due_ms is None or next_due_ms >= bound_ms + COARSE_WAIT_SLACK_MS:
+            # Nothing falls due before the bound, even if BLPOP wakes late: no precision is needed.
+            if bound_ms > now_ms:
+                self._index.wait_for_wake(self._shards, bound_ms - now_ms)
+            return
+        target_ms = next_due_ms
+        coarse_ms = target_ms - now_ms - COARSE_WAIT_SLACK_MS
+        if coarse_ms > 0 and self._index.wait_for_wake(self._shards, coarse_ms):
+            return
+        while self._clock.now_ms() < target_ms:
+            if self._index.poll_wake(self._shards):
+                return
+            self._sleep(max(0, min(FINE_SLEEP_MS, target_ms - self._clock.now_ms())) / 1000)

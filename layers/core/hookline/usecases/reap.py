@@ -1,0 +1,121 @@
+"""Reaping: re-deliver what crashed executors left, dead-letter poison entries, rebuild what Redis lost."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from hookline.clock import Clock
+from hookline.errors import StaleState
+from hookline.models import Job, JobStatus
+from hookline.ports import JobStore, LiveIndex, MetricsSink
+from hookline.redis_index import StreamEntry
+
+logger = logging.getLogger(__name__)
+
+RECONCILE_PAGE = 100
+
+
+@dataclass
+class ReapReport:
+    """What one reaper run did."""
+
+    redelivered: int = 0
+    dead_lettered: int = 0
+    reindexed: int = 0
+    live_seen: int = 0
+    reconcile_complete: dict[int, bool] = field(default_factory=dict)
+
+
+class Reaper:
+    """Recovers deliveries and indexes; safe beside any other component (every step is idempotent)."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        index: LiveIndex,
+        clock: Clock,
+        shards: Sequence[int],
+        metrics: MetricsSink,
+        redeliver_after_ms: int,
+        max_deliveries: int,
+    ) -> None:
+        self._store = store
+        self._index = index
+        self._clock = clock
+        self._shards = list(shards)
+        self._metrics = metrics
+        self._redeliver_after_ms = redeliver_after_ms
+        self._max_deliveries = max_deliveries
+
+    def run(self, deadline_ms: int) -> ReapReport:
+        """Re-delivers, reconciles and trims every shard, stopping early at deadline_ms."""
+        report = ReapReport()
+        for shard in self._shards:
+            self._index.ensure_group(shard)
+            self.redeliver(shard, report)
+            report.reconcile_complete[shard] = self.reconcile(shard, deadline_ms, report)
+            self._index.trim_dead(shard)
+            due, inflight = self._index.depth(shard)
+            self._metrics.gauge("QueueDepth", due + inflight)
+        self._metrics.count("Redelivered", report.redelivered)
+        self._metrics.count("Reindexed", report.reindexed)
+        return report
+
+    def redeliver(self, shard: int, report: ReapReport) -> None:
+        """Re-adds entries whose consumer held them past the lease; dead-letters those out of deliveries."""
+        cursor = "0-0"
+        while True:
+            result = self._index.redeliver(
+                shard, self._redeliver_after_ms, self._clock.now_ms(), self._max_deliveries, cursor
+            )
+            report.redelivered += result.redelivered
+            for entry in result.exhausted:
+                self._dead_letter(entry, report)
+            if result.scan_finished:
+                return
+            cursor = result.next_cursor
+
+    def _dead_letter(self, entry: StreamEntry, report: ReapReport) -> None:
+        now_ms = self._clock.now_ms()
+        try:
+            self._store.mark_dead(entry.member, "deliveries_exhausted", now_ms)
+        except StaleState:
+            self._index.ack(entry)  # the job moved on (finished, retried, cancelled): nothing to kill
+            return
+        self._index.dead_letter(entry, "deliveries_exhausted", now_ms)
+        report.dead_lettered += 1
+        self._metrics.count("DeadLettered")
+
+    def reconcile(self, shard: int, deadline_ms: int, report: ReapReport) -> bool:
+        """Indexes again every live job DynamoDB holds that no Redis index holds; True when all were seen.
+
+        A job being submitted, claimed or finished right now may look missing: indexing it again is harmless,
+        since a delivery whose generation or status moved on is dropped at claim.
+        """
+        start_key = None
+        while self._clock.now_ms() < deadline_ms:
+            jobs, start_key = self._store.live_jobs(shard, start_key, RECONCILE_PAGE)
+            report.live_seen += len(jobs)
+            if jobs:
+                held = self._index.indexed_members(shard, [job.member() for job in jobs])
+                for job, is_held in zip(jobs, held, strict=True):
+                    if not is_held:
+                        self._reindex(job)
+                        report.reindexed += 1
+            if start_key is None:
+                return True
+        return False
+
+    def _reindex(self, job: Job) -> None:
+        now_ms = self._clock.now_ms()
+        due_ms = job.due_ms
+        if job.status is JobStatus.RUNNING and job.lease_expires_at_ms is not None:
+            # The attempt may still be running: offer the job again only once its lease has expired.
+            due_ms = job.lease_expires_at_ms + 1
+        logger.warning(
+            "re-indexing a live job Redis lost",
+            extra={"job_id": job.job_id, "tenant": job.tenant, "status": job.status.value},
+        )
+        self._index.index(job.member(), job.shard, due_ms, now_ms)

@@ -1,0 +1,116 @@
+"""Submitting a job: validate, store durably in DynamoDB, then index in Redis."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hookline.clock import Clock
+from hookline.ids import new_id
+from hookline.models import FlowControl, Job, JobRequest, JobStatus
+from hookline.ports import JobStore, LiveIndex, MetricsSink
+from hookline.sharding import shard_of
+
+logger = logging.getLogger(__name__)
+
+UrlChecker = Callable[[str], object]
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """The stored job, and whether this call created it (False: an idempotent repeat)."""
+
+    job: Job
+    created: bool
+
+
+def request_hash(request: JobRequest) -> str:
+    """Returns a digest of everything in the request, so a reused idempotency key can be told apart."""
+    return hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+
+
+def flow_of(request: JobRequest) -> FlowControl:
+    """Returns the limiter settings the request asks for."""
+    rate, concurrency = request.rate_limit, request.max_concurrency
+    return FlowControl(
+        rate_key=rate.key if rate else None,
+        rate_limit=rate.limit if rate else 0,
+        rate_period_ms=int(rate.period_s * 1000) if rate else 0,
+        concurrency_key=concurrency.key if concurrency else None,
+        concurrency_limit=concurrency.limit if concurrency else 0,
+    )
+
+
+def _headers(request: JobRequest) -> dict[str, str]:
+    headers = dict(request.headers)
+    if request.body is not None and not any(name.lower() == "content-type" for name in headers):
+        is_text = isinstance(request.body, str)
+        headers["Content-Type"] = "text/plain; charset=utf-8" if is_text else "application/json"
+    return headers
+
+
+class JobSubmitter:
+    """Accepts jobs: DynamoDB first (the record), Redis second (the index the reaper can rebuild)."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        index: LiveIndex,
+        clock: Clock,
+        check_url: UrlChecker,
+        shards: int,
+        metrics: MetricsSink,
+    ) -> None:
+        self._store = store
+        self._index = index
+        self._clock = clock
+        self._check_url = check_url
+        self._shards = shards
+        self._metrics = metrics
+
+    def build(self, tenant: str, request: JobRequest, now_ms: int) -> Job:
+        """Returns the job a request describes, not yet stored."""
+        job_id = new_id(now_ms)
+        return Job(
+            tenant=tenant,
+            job_id=job_id,
+            status=JobStatus.SCHEDULED,
+            generation=1,
+            attempt=0,
+            max_attempts=request.max_attempts,
+            url=request.url,
+            method=request.method,
+            headers=_headers(request),
+            body=request.encoded_body(),
+            due_ms=request.due_ms(now_ms),
+            created_ms=now_ms,
+            updated_ms=now_ms,
+            min_backoff_ms=int(request.min_backoff_s * 1000),
+            max_backoff_ms=int(request.max_backoff_s * 1000),
+            timeout_ms=int(request.timeout_s * 1000),
+            shard=shard_of(job_id, self._shards),
+            idempotency_key=request.idempotency_key,
+            flow=flow_of(request),
+        )
+
+    def submit(self, tenant: str, request: JobRequest) -> SubmitResult:
+        """Stores and indexes a job; raises UnsafeUrl, IdempotencyConflict."""
+        self._check_url(request.url)
+        now_ms = self._clock.now_ms()
+        job, created = self._store.create(self.build(tenant, request, now_ms), request_hash(request), now_ms)
+        if created:
+            self.index(job, now_ms)
+            self._metrics.count("Submitted")
+        return SubmitResult(job, created)
+
+    def index(self, job: Job, now_ms: int) -> None:
+        """Indexes a stored job in Redis; a failure loses nothing (the reaper re-indexes from DynamoDB)."""
+        try:
+            self._index.index(job.member(), job.shard, job.due_ms, now_ms)
+        except Exception:
+            logger.exception(
+                "indexing failed; reconciliation will index the job", extra={"job_id": job.job_id}
+            )
+            self._metrics.count("IndexFailed")
