@@ -1,0 +1,437 @@
+"""Fails when template.yaml and the code disagree (STYLE.md habit 12: one source of truth)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+from moto import mock_aws
+
+from hookline import constants, tables
+from hookline.settings import Settings
+from hookline.template import (
+    CloudFormationLoader,
+    api_routes,
+    create_tables,
+    find_template,
+    function_environment,
+    function_handler,
+    function_ids,
+    function_timeout_s,
+    load_template,
+    schedules,
+    table_definitions,
+    table_names,
+    ttl_attribute,
+)
+
+TEMPLATE_PATH = find_template()
+REPO = TEMPLATE_PATH.parent
+# Set by the Lambda runtime itself; a template may not set them.
+RUNTIME_VARIABLES = {"AWS_REGION", "AWS_DEFAULT_REGION"}
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return load_template(TEMPLATE_PATH)
+
+
+class _RecordingEnv(dict[str, str]):
+    """An empty environment that remembers every variable name looked up in it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> str:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return super().__contains__(key)
+
+
+def _variables_settings_read() -> set[str]:
+    env = _RecordingEnv()
+    Settings.from_env(env)
+    return env.read - RUNTIME_VARIABLES
+
+
+def _key_schema(definition: dict[str, Any]) -> dict[str, str]:
+    return {key["KeyType"]: key["AttributeName"] for key in definition["KeySchema"]}
+
+
+def _resolve_with_parameter_defaults(template: dict[str, Any], value: Any) -> str | None:
+    """Returns the value a deploy with default parameters would give, or None for anything but a Ref."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in template["Parameters"]:
+        return str(template["Parameters"][value["Ref"]].get("Default", ""))
+    return None
+
+
+# --- loader ---------------------------------------------------------------------------------------
+
+
+def test_given_short_tags_when_loading_yaml_then_each_becomes_its_long_form() -> None:
+    text = """
+    a: !Ref Thing
+    b: !GetAtt Cache.Endpoint.Address
+    c: !Sub "x-${AWS::Region}"
+    d: !If [Cond, !Select [0, !GetAZs ""], !Join ["-", [!Base64 v, !ImportValue e]]]
+    e: !And [!Equals [1, 1], !Not [!Condition C], !Or [!Condition D]]
+    f: !Split [",", !FindInMap [M, K, V]]
+    g: !Cidr [10.0.0.0/16, 2, 8]
+    """
+
+    loaded = yaml.load(text, Loader=CloudFormationLoader)
+
+    assert loaded["a"] == {"Ref": "Thing"}
+    assert loaded["b"] == {"Fn::GetAtt": ["Cache", "Endpoint.Address"]}
+    assert loaded["c"] == {"Fn::Sub": "x-${AWS::Region}"}
+    assert loaded["d"] == {
+        "Fn::If": [
+            "Cond",
+            {"Fn::Select": [0, {"Fn::GetAZs": ""}]},
+            {"Fn::Join": ["-", [{"Fn::Base64": "v"}, {"Fn::ImportValue": "e"}]]},
+        ]
+    }
+    assert loaded["e"] == {
+        "Fn::And": [
+            {"Fn::Equals": [1, 1]},
+            {"Fn::Not": [{"Condition": "C"}]},
+            {"Fn::Or": [{"Condition": "D"}]},
+        ]
+    }
+    assert loaded["f"] == {"Fn::Split": [",", {"Fn::FindInMap": ["M", "K", "V"]}]}
+    assert loaded["g"] == {"Fn::Cidr": ["10.0.0.0/16", 2, 8]}
+
+
+def test_given_unknown_tag_when_loading_yaml_then_it_is_rejected() -> None:
+    with pytest.raises(yaml.constructor.ConstructorError):
+        yaml.load("a: !Bogus x", Loader=CloudFormationLoader)
+
+
+# --- tables ---------------------------------------------------------------------------------------
+
+
+def test_given_jobs_table_when_compared_with_tables_module_then_keys_index_and_ttl_match(
+    template: dict[str, Any],
+) -> None:
+    jobs = table_definitions(template)["JobsTable"]
+
+    assert _key_schema(jobs) == {"HASH": tables.JOBS_PK, "RANGE": tables.JOBS_SK}
+    [live] = jobs["GlobalSecondaryIndexes"]
+    assert live["IndexName"] == tables.LIVE_INDEX
+    assert _key_schema(live) == {"HASH": tables.LIVE_PK, "RANGE": tables.LIVE_SK}
+    assert live["Projection"]["ProjectionType"] == "ALL"
+    types = {a["AttributeName"]: a["AttributeType"] for a in jobs["AttributeDefinitions"]}
+    assert types == {tables.JOBS_PK: "S", tables.JOBS_SK: "S", tables.LIVE_PK: "S", tables.LIVE_SK: "N"}
+    assert ttl_attribute(template, "JobsTable") == tables.TTL_ATTRIBUTE
+
+
+def test_given_executions_table_when_compared_with_tables_module_then_keys_and_ttl_match(
+    template: dict[str, Any],
+) -> None:
+    executions = table_definitions(template)["ExecutionsTable"]
+
+    assert _key_schema(executions) == {"HASH": tables.EXECUTIONS_PK, "RANGE": tables.EXECUTIONS_SK}
+    types = {a["AttributeName"]: a["AttributeType"] for a in executions["AttributeDefinitions"]}
+    assert types == {tables.EXECUTIONS_PK: "S", tables.EXECUTIONS_SK: "N"}
+    assert "GlobalSecondaryIndexes" not in executions
+    assert ttl_attribute(template, "ExecutionsTable") == tables.TTL_ATTRIBUTE
+
+
+def test_given_api_keys_table_when_compared_with_tables_module_then_key_matches(
+    template: dict[str, Any],
+) -> None:
+    api_keys = table_definitions(template)["ApiKeysTable"]
+
+    assert _key_schema(api_keys) == {"HASH": tables.API_KEYS_PK}
+    assert api_keys["AttributeDefinitions"] == [{"AttributeName": tables.API_KEYS_PK, "AttributeType": "S"}]
+
+
+def test_given_template_when_listing_tables_then_exactly_the_three_known_tables_exist(
+    template: dict[str, Any],
+) -> None:
+    assert set(table_definitions(template)) == set(table_names(Settings()))
+
+
+# --- environment ----------------------------------------------------------------------------------
+
+
+def test_given_settings_when_reading_env_then_every_variable_is_set_for_every_function(
+    template: dict[str, Any],
+) -> None:
+    read = _variables_settings_read()
+    assert "HOOKLINE_REDIS_URL" in read  # the recording env works
+
+    for function_id in function_ids(template):
+        missing = read - set(function_environment(template, function_id))
+        assert not missing, f"{function_id} lacks {sorted(missing)}"
+
+
+def test_given_table_variables_when_settings_read_them_then_each_names_its_template_table(
+    template: dict[str, Any],
+) -> None:
+    env = function_environment(template, "SubmitFunction")
+    table_refs = {
+        name: value["Ref"]
+        for name, value in env.items()
+        if isinstance(value, dict) and value.get("Ref") in table_definitions(template)
+    }
+
+    settings = Settings.from_env({name: f"name-of-{table}" for name, table in table_refs.items()})
+
+    assert table_names(settings) == {table: f"name-of-{table}" for table in table_definitions(template)}
+
+
+def test_given_default_parameters_when_settings_read_them_then_tunables_equal_code_defaults(
+    template: dict[str, Any],
+) -> None:
+    env = function_environment(template, "SubmitFunction")
+    resolved = {name: _resolve_with_parameter_defaults(template, value) for name, value in env.items()}
+
+    deployed = Settings.from_env({name: value for name, value in resolved.items() if value is not None})
+
+    default = Settings()
+    for field in (
+        "shards",
+        "allow_loopback",
+        "executor_concurrency",
+        "redeliver_after_ms",
+        "max_deliveries",
+        "lease_margin_ms",
+        "promoter_max_sleep_ms",
+        "tenant_max_concurrency",
+        "aws_endpoint_url",
+    ):
+        assert getattr(deployed, field) == getattr(default, field), field
+
+
+def test_given_fan_out_variable_when_compared_with_execute_function_then_names_match(
+    template: dict[str, Any],
+) -> None:
+    env = function_environment(template, "PromoteFunction")
+    execute = template["Resources"]["ExecuteFunction"]["Properties"]
+
+    assert env["HOOKLINE_EXECUTE_FUNCTION"] == execute["FunctionName"]
+
+
+def test_given_metric_alarms_when_compared_with_powertools_env_then_namespace_and_service_match(
+    template: dict[str, Any],
+) -> None:
+    env = function_environment(template, "SubmitFunction")
+    namespace, service = env["POWERTOOLS_METRICS_NAMESPACE"], env["POWERTOOLS_SERVICE_NAME"]
+    alarms = {
+        logical_id: resource["Properties"]
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::CloudWatch::Alarm"
+        and resource["Properties"]["Namespace"] not in {"AWS/Lambda"}
+    }
+
+    assert {a["MetricName"] for a in alarms.values()} >= {"DeadLettered", "ScheduleLagMs"}
+    for logical_id, alarm in alarms.items():
+        assert alarm["Namespace"] == namespace, logical_id
+        assert alarm["Dimensions"] == [{"Name": "service", "Value": service}], logical_id
+
+
+def _metric_names_emitted_by_code() -> set[str]:
+    names = set()
+    for path in [*(REPO / "layers/core/hookline").rglob("*.py"), *(REPO / "functions").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"count", "timing_ms", "gauge"}
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                names.add(node.args[0].value)
+    return names
+
+
+def test_given_alarms_and_dashboard_when_naming_metrics_then_the_code_emits_each_of_them(
+    template: dict[str, Any],
+) -> None:
+    namespace = function_environment(template, "SubmitFunction")["POWERTOOLS_METRICS_NAMESPACE"]
+    resources = template["Resources"].values()
+    alarmed = {
+        r["Properties"]["MetricName"]
+        for r in resources
+        if r["Type"] == "AWS::CloudWatch::Alarm" and r["Properties"]["Namespace"] == namespace
+    }
+    [dashboard] = [r for r in resources if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    charted = set(
+        re.findall(rf'\["{namespace}", "(\w+)"', dashboard["Properties"]["DashboardBody"]["Fn::Sub"])
+    )
+
+    assert charted, "the dashboard charts no Hookline metric"
+    assert (alarmed | charted) - _metric_names_emitted_by_code() == set()
+
+
+# --- functions, routes, schedules -----------------------------------------------------------------
+
+
+def _defines_function(path: Path, name: str) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return any(isinstance(node, ast.FunctionDef) and node.name == name for node in tree.body)
+
+
+@pytest.mark.parametrize("function_id", function_ids(load_template(TEMPLATE_PATH)))
+def test_given_function_when_resolving_its_handler_then_the_file_defines_it(function_id: str) -> None:
+    handler_file, handler_name = function_handler(load_template(TEMPLATE_PATH), function_id)
+
+    path = REPO / handler_file
+    assert path.is_file(), f"{function_id}: {handler_file} does not exist"
+    assert _defines_function(path, handler_name), f"{function_id}: {handler_file} has no {handler_name}()"
+
+
+def test_given_api_routes_when_listed_then_each_method_and_path_is_unique(template: dict[str, Any]) -> None:
+    routes = api_routes(template)
+
+    counts = Counter((route.method, route.path) for route in routes)
+    assert not [key for key, count in counts.items() if count > 1]
+    assert ("POST", "/v1/jobs") in counts
+    assert ("GET", "/healthz") in counts
+
+
+def test_given_schedules_when_listed_then_promote_execute_and_reap_run_every_minute(
+    template: dict[str, Any],
+) -> None:
+    rates = {spec.function_id: spec.rate_s for spec in schedules(template)}
+
+    assert rates == {"PromoteFunction": 60, "ExecuteFunction": 60, "ReapFunction": 60}
+
+
+def test_given_promote_timeout_when_compared_with_its_schedule_then_invocations_overlap(
+    template: dict[str, Any],
+) -> None:
+    rate_s = {spec.function_id: spec.rate_s for spec in schedules(template)}["PromoteFunction"]
+    running_s = function_timeout_s(template, "PromoteFunction") - constants.INVOCATION_SAFETY_MARGIN_MS / 1000
+
+    assert running_s > rate_s  # otherwise no promoter runs between two ticks and jobs fire late
+
+
+def test_given_execute_timeout_when_longest_callback_must_fit_then_one_executor_always_claims(
+    template: dict[str, Any],
+) -> None:
+    rate_s = {spec.function_id: spec.rate_s for spec in schedules(template)}["ExecuteFunction"]
+    timeout_s = function_timeout_s(template, "ExecuteFunction")
+
+    # The executor claims only while the longest callback plus the lease margin still fits in its
+    # remaining time (RESERVE_MS in functions/execute/app.py).
+    claiming_window_s = timeout_s - constants.MAX_TIMEOUT_S - constants.LEASE_MARGIN_S
+    assert claiming_window_s > rate_s
+
+
+# --- layer ----------------------------------------------------------------------------------------
+
+
+def _requirement_names(lines: list[str]) -> set[str]:
+    return {line.split(";")[0].strip().lower() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def test_given_layer_requirements_when_compared_with_pyproject_then_they_match_but_boto3() -> None:
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    layer = (REPO / "layers/core/requirements.txt").read_text(encoding="utf-8").splitlines()
+
+    expected = {dep.lower() for dep in pyproject["project"]["dependencies"] if not dep.startswith("boto3")}
+    assert _requirement_names(layer) == expected
+
+
+# --- tables in moto -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        yield boto3.client("dynamodb", region_name="us-east-1")
+
+
+NAMES = {"JobsTable": "t-jobs", "ExecutionsTable": "t-executions", "ApiKeysTable": "t-api-keys"}
+
+
+def test_given_template_when_creating_tables_twice_then_all_exist_with_ttl(
+    template: dict[str, Any], dynamodb: Any
+) -> None:
+    create_tables(dynamodb, template, NAMES)
+    create_tables(dynamodb, template, NAMES)  # idempotent
+
+    assert sorted(dynamodb.list_tables()["TableNames"]) == sorted(NAMES.values())
+    for logical_id, name in NAMES.items():
+        ttl = dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+        if ttl_attribute(template, logical_id) is None:
+            assert ttl["TimeToLiveStatus"] == "DISABLED"
+        else:
+            assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": tables.TTL_ATTRIBUTE}
+
+
+def test_given_created_tables_when_writing_a_live_job_then_get_and_live_index_query_find_it(
+    template: dict[str, Any], dynamodb: Any
+) -> None:
+    create_tables(dynamodb, template, NAMES)
+    key = {tables.JOBS_PK: {"S": "tenant-a"}, tables.JOBS_SK: {"S": tables.job_sk("01J0000000")}}
+    live = {tables.LIVE_PK: {"S": "0"}, tables.LIVE_SK: {"N": "1700000000000"}}
+
+    dynamodb.put_item(TableName=NAMES["JobsTable"], Item={**key, **live, "status": {"S": "scheduled"}})
+    got = dynamodb.get_item(TableName=NAMES["JobsTable"], Key=key)["Item"]
+    found = dynamodb.query(
+        TableName=NAMES["JobsTable"],
+        IndexName=tables.LIVE_INDEX,
+        KeyConditionExpression="#shard = :shard AND #due <= :now",
+        ExpressionAttributeNames={"#shard": tables.LIVE_PK, "#due": tables.LIVE_SK},
+        ExpressionAttributeValues={":shard": {"S": "0"}, ":now": {"N": "1700000000001"}},
+    )["Items"]
+
+    assert got["status"] == {"S": "scheduled"}
+    assert [item[tables.JOBS_SK] for item in found] == [key[tables.JOBS_SK]]
+
+
+def test_given_created_tables_when_writing_execution_and_key_items_then_they_read_back(
+    template: dict[str, Any], dynamodb: Any
+) -> None:
+    create_tables(dynamodb, template, NAMES)
+    execution = {
+        tables.EXECUTIONS_PK: {"S": tables.execution_pk("tenant-a", "01J0000000")},
+        tables.EXECUTIONS_SK: {"N": "1"},
+    }
+    api_key = {tables.API_KEYS_PK: {"S": "key-1"}}
+
+    dynamodb.put_item(TableName=NAMES["ExecutionsTable"], Item={**execution, "status_code": {"N": "200"}})
+    dynamodb.put_item(TableName=NAMES["ApiKeysTable"], Item={**api_key, "tenant": {"S": "tenant-a"}})
+
+    got = dynamodb.get_item(TableName=NAMES["ExecutionsTable"], Key=execution)["Item"]
+    assert got["status_code"] == {"N": "200"}
+    got = dynamodb.get_item(TableName=NAMES["ApiKeysTable"], Key=api_key)["Item"]
+    assert got["tenant"] == {"S": "tenant-a"}
+
+
+def test_given_missing_table_name_when_creating_tables_then_nothing_is_created(
+    template: dict[str, Any], dynamodb: Any
+) -> None:
+    with pytest.raises(KeyError, match="ApiKeysTable"):
+        create_tables(dynamodb, template, {k: v for k, v in NAMES.items() if k != "ApiKeysTable"})
+
+    assert dynamodb.list_tables()["TableNames"] == []
