@@ -1,0 +1,28 @@
+"""The execute function: delivers ready callbacks until its invocation is nearly over."""
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hookline import constants
+from hookline.invocation import deadline_ms
+from hookline.metrics import PowertoolsMetrics
+from hookline.settings import Settings
+from hookline.wiring import Container
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+container = Container(Settings.from_env(), metrics=PowertoolsMetrics(metrics))
+# Stop taking work early enough for the longest callback to finish before the invocation ends.
+RESERVE_MS = int((constants.MAX_TIMEOUT_S + constants.LEASE_MARGIN_S) * 1000)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Reads the ready streams and delivers with bounded concurrency."""
+    processed = container.executor.run(deadline_ms(container.clock, context, RESERVE_MS))
+    return {"processed": processed}

@@ -1,0 +1,25 @@
+"""The promote function: moves due jobs onto the ready streams until its invocation is nearly over."""
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hookline.invocation import deadline_ms
+from hookline.metrics import PowertoolsMetrics
+from hookline.settings import Settings
+from hookline.wiring import Container
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+container = Container(Settings.from_env(), metrics=PowertoolsMetrics(metrics))
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Promotes due jobs in a loop (EventBridge starts one invocation a minute; overlaps are safe)."""
+    moved = container.promoter.run(deadline_ms(container.clock, context))
+    return {"promoted": moved}

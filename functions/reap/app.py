@@ -1,0 +1,27 @@
+"""The reap function: re-delivers abandoned work and rebuilds what Redis lost from DynamoDB."""
+
+from dataclasses import asdict
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hookline.invocation import deadline_ms
+from hookline.metrics import PowertoolsMetrics
+from hookline.settings import Settings
+from hookline.wiring import Container
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+container = Container(Settings.from_env(), metrics=PowertoolsMetrics(metrics))
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Runs one reaper pass over every shard."""
+    report = container.reaper.run(deadline_ms(container.clock, context))
+    logger.info("reaped", extra=asdict(report))
+    return asdict(report)

@@ -1,0 +1,1 @@
+"""The v1 HTTP API, served by the submit function through Powertools' REST resolver."""

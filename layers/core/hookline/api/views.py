@@ -1,0 +1,98 @@
+"""What the API returns: views of domain objects, with times as RFC 3339 strings."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from hookline.models import Execution, Job
+
+
+def rfc3339(time_ms: int | None) -> str | None:
+    """Formats ms since the epoch as RFC 3339 UTC with milliseconds."""
+    if time_ms is None:
+        return None
+    return (
+        datetime.fromtimestamp(time_ms / 1000, tz=UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
+class JobView(BaseModel):
+    """A job as the API shows it."""
+
+    id: str
+    status: str
+    url: str
+    method: str
+    headers: dict[str, str]
+    body: str
+    run_at: str | None
+    attempt: int
+    max_attempts: int
+    timeout_s: float
+    created_at: str | None
+    updated_at: str | None
+    idempotency_key: str | None = None
+    last_status_code: int | None = None
+    last_error: str | None = None
+    schedule_id: str | None = None
+
+    @classmethod
+    def of(cls, job: Job) -> JobView:
+        """Returns the view of a job."""
+        return cls(
+            id=job.job_id,
+            status=job.status.value,
+            url=job.url,
+            method=job.method,
+            headers=job.headers,
+            body=job.body,
+            run_at=rfc3339(job.due_ms),
+            attempt=job.attempt,
+            max_attempts=job.max_attempts,
+            timeout_s=job.timeout_ms / 1000,
+            created_at=rfc3339(job.created_ms),
+            updated_at=rfc3339(job.updated_ms),
+            idempotency_key=job.idempotency_key,
+            last_status_code=job.last_status_code,
+            last_error=job.last_error,
+            schedule_id=job.schedule_id,
+        )
+
+
+class ExecutionView(BaseModel):
+    """One attempt as the API shows it."""
+
+    attempt: int
+    outcome: str
+    started_at: str | None
+    finished_at: str | None
+    latency_ms: int
+    status_code: int | None = None
+    error_class: str | None = None
+    error_message: str | None = None
+    response_preview: str | None = None
+
+    @classmethod
+    def of(cls, execution: Execution) -> ExecutionView:
+        """Returns the view of an execution record."""
+        return cls(
+            attempt=execution.attempt,
+            outcome=execution.outcome.value,
+            started_at=rfc3339(execution.started_ms),
+            finished_at=rfc3339(execution.finished_ms),
+            latency_ms=execution.latency_ms,
+            status_code=execution.status_code,
+            error_class=execution.error_class,
+            error_message=execution.error_message,
+            response_preview=execution.response_preview,
+        )
+
+
+def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Returns the one error envelope every route answers with."""
+    return {"error": {"code": code, "message": message, "details": details or []}}
