@@ -1,0 +1,74 @@
+"""Shared fixtures: a real redis-server, moto's server, tables made from template.yaml, a test container."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from hookline.settings import Settings
+from hookline.wiring import Container
+from tests.support.aws import make_tables, reset_moto, running_moto, use_fake_credentials
+from tests.support.redis_server import running_redis
+
+use_fake_credentials()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """Yields the URL of a private redis-server; skips locally without one, fails in CI."""
+    if not os.environ.get("REDIS_URL") and shutil.which("redis-server") is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is required in CI")
+        pytest.skip("redis-server is not installed")
+    with running_redis() as url:
+        yield url
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """Yields a client to an empty Redis (flushed before each test)."""
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def aws_endpoint() -> Iterator[str]:
+    """Yields the endpoint of moto's server (started once per session) or of HOOKLINE_AWS_ENDPOINT."""
+    with running_moto() as url:
+        yield url
+
+
+@pytest.fixture
+def settings(aws_endpoint: str, redis_client: redis.Redis, redis_url: str) -> Settings:
+    """Returns settings for one test: empty Redis, fresh tables, loopback callbacks allowed, short leases."""
+    reset_moto(aws_endpoint)
+    suffix = uuid.uuid4().hex[:8]
+    result = Settings(
+        redis_url=redis_url,
+        jobs_table=f"jobs-{suffix}",
+        executions_table=f"executions-{suffix}",
+        api_keys_table=f"api-keys-{suffix}",
+        aws_endpoint_url=aws_endpoint,
+        allow_loopback=True,
+        executor_concurrency=8,
+        redeliver_after_ms=300,
+        lease_margin_ms=200,
+        promoter_max_sleep_ms=200,
+    )
+    make_tables(result)
+    return result
+
+
+@pytest.fixture
+def container(settings: Settings) -> Iterator[Container]:
+    """Yields a container wired to the test's Redis and tables."""
+    built = Container(settings, consumer="test-executor")
+    yield built
+    built.close()
