@@ -7,7 +7,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hookline.api import context, errors, jobs
+from hookline.api import context, errors, jobs, schedules
 from hookline.metrics import PowertoolsMetrics
 from hookline.settings import Settings
 from hookline.wiring import Container
@@ -18,6 +18,7 @@ metrics = Metrics()
 context.use(Container(Settings.from_env(), metrics=PowertoolsMetrics(metrics)))
 app = APIGatewayRestResolver(enable_validation=True)
 app.include_router(jobs.router)
+app.include_router(schedules.router)
 errors.register(app)
 
 
