@@ -1,0 +1,31 @@
+"""Retry delays: exponential with full jitter, a floor, a cap, and Retry-After as a lower bound."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from hookline.backoff import retry_delay_ms
+
+
+@pytest.mark.parametrize("attempt", [1, 2, 3, 5, 10, 60])
+def test_given_attempt_when_jittered_then_between_floor_and_exponential_ceiling(attempt: int) -> None:
+    rng = random.Random(attempt)
+    ceiling = min(60_000, 1_000 * 2 ** (attempt - 1))
+
+    delays = [retry_delay_ms(attempt, 1_000, 60_000, None, rng) for _ in range(500)]
+
+    assert all(1_000 <= d <= ceiling for d in delays)
+    if ceiling >= 4_000:  # jitter spreads retries: not all at the ceiling, not all at the floor
+        assert min(delays) < ceiling / 2 < max(delays)
+
+
+def test_given_retry_after_when_longer_than_backoff_then_it_wins_and_is_capped_at_a_day() -> None:
+    rng = random.Random(0)
+    assert retry_delay_ms(1, 1_000, 2_000, 30.0, rng) == 30_000
+    assert retry_delay_ms(1, 1_000, 2_000, 10 * 86_400.0, rng) == 86_400_000
+
+
+def test_given_retry_after_shorter_than_floor_when_computed_then_floor_wins() -> None:
+    assert retry_delay_ms(1, 5_000, 10_000, 1.0, random.Random(0)) == 5_000

@@ -1,0 +1,81 @@
+"""Job requests, index members and flow-control settings."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from hookline.constants import MAX_BODY_BYTES
+from hookline.models import FlowControl, JobRequest, Member
+
+
+def test_given_minimal_request_when_validated_then_defaults_apply_and_due_is_now() -> None:
+    request = JobRequest.model_validate({"url": "https://example.com/hook"})
+
+    assert (request.method, request.max_attempts, request.encoded_body()) == ("POST", 5, "")
+    assert request.due_ms(1_000) == 1_000
+
+
+@pytest.mark.parametrize(
+    ("fields", "due_ms"),
+    [
+        ({"delay_s": 2.5}, 1_002_500),
+        ({"run_at": "2030-01-01T00:00:00Z"}, 1_893_456_000_000),
+        ({"run_at": "2030-01-01T01:00:00+01:00"}, 1_893_456_000_000),
+    ],
+    ids=[
+        "given_delay_then_now_plus_delay",
+        "given_utc_run_at_then_that_instant",
+        "given_offset_then_same_instant",
+    ],
+)
+def test_due_time(fields: dict[str, object], due_ms: int) -> None:
+    assert JobRequest.model_validate({"url": "http://h/x", **fields}).due_ms(1_000_000) == due_ms
+
+
+@pytest.mark.parametrize(
+    ("fields", "fragment"),
+    [
+        ({"url": "ftp://example.com"}, "http:// or https://"),
+        ({"url": "http://h", "delay_s": 1, "run_at": "2030-01-01T00:00:00Z"}, "not both"),
+        ({"url": "http://h", "run_at": "2030-01-01T00:00:00"}, "UTC offset"),
+        ({"url": "http://h", "min_backoff_s": 10, "max_backoff_s": 1}, "min_backoff_s"),
+        ({"url": "http://h", "headers": {"webhook-id": "x"}}, "set by Hookline"),
+        ({"url": "http://h", "headers": {"Host": "x"}}, "set by Hookline"),
+        ({"url": "http://h", "headers": {"X-A": "a\r\nInjected: 1"}}, "not a valid header"),
+        ({"url": "http://h", "body": "x" * (MAX_BODY_BYTES + 1)}, "exceeds"),
+        ({"url": "http://h", "max_attempts": 0}, "greater than or equal"),
+        ({"url": "http://h", "surprise": 1}, "Extra inputs"),
+        ({"url": "http://h", "rate_limit": {"key": "a/b", "limit": 1, "period_s": 1}}, "pattern"),
+    ],
+)
+def test_given_bad_request_when_validated_then_rejected_with_reason(
+    fields: dict[str, object], fragment: str
+) -> None:
+    with pytest.raises(ValidationError, match=fragment):
+        JobRequest.model_validate(fields)
+
+
+def test_given_json_body_when_encoded_then_compact_json_and_string_body_stays_raw() -> None:
+    assert (
+        JobRequest.model_validate({"url": "http://h", "body": {"a": [1, "é"]}}).encoded_body()
+        == '{"a":[1,"é"]}'
+    )
+    assert JobRequest.model_validate({"url": "http://h", "body": "raw {"}).encoded_body() == "raw {"
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        Member("acme", "01J0000000000000000000000A", 1),
+        Member("acme", "01J0000000000000000000000A", 7, FlowControl("key:with:colons", 5, 1000, None, 0)),
+        Member("t.e_n-ant", "X", 2, FlowControl(None, 0, 0, "db", 3)),
+    ],
+    ids=["plain", "rate_limited", "concurrency_limited"],
+)
+def test_given_member_when_encoded_and_decoded_then_round_trips(member: Member) -> None:
+    assert Member.decode(member.encode()) == member
+
+
+def test_given_no_limits_when_encoded_then_member_is_short() -> None:
+    assert Member("acme", "J", 3).encode() == "acme/J/3"

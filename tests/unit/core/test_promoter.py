@@ -1,0 +1,93 @@
+"""The promoter's loop: promotes in batches, sleeps precisely until the next due time, wakes on a signal."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hookline.clock import FrozenClock
+from hookline.ports import NullMetrics
+from hookline.redis_index import PromoteResult
+from hookline.usecases.promote import COARSE_WAIT_SLACK_MS, Promoter
+
+
+class FakeIndex:
+    """Holds due times; BLPOP-like waits advance the frozen clock (late by Redis's ~100 ms cron)."""
+
+    def __init__(self, clock: FrozenClock, due_ms: list[int], blpop_lateness_ms: int = 90) -> None:
+        self.clock = clock
+        self.due_ms = sorted(due_ms)
+        self.promoted_at: list[tuple[int, int]] = []  # (due, promoted at)
+        self.coarse_waits: list[int] = []
+        self.wake_tokens = 0
+        self.blpop_lateness_ms = blpop_lateness_ms
+
+    def promote(self, shard: int, now_ms: int, batch: int = 500) -> PromoteResult:
+        count = min(batch, sum(1 for d in self.due_ms if d <= now_ms))
+        ready, self.due_ms = self.due_ms[:count], self.due_ms[count:]
+        self.promoted_at += [(d, now_ms) for d in ready]
+        return PromoteResult(len(ready), self.due_ms[0] if self.due_ms else None)
+
+    def wait_for_wake(self, shards: Sequence[int], timeout_ms: int) -> bool:
+        self.coarse_waits.append(timeout_ms)
+        if self.wake_tokens:
+            self.wake_tokens -= 1
+            return True
+        self.clock.advance(timeout_ms + self.blpop_lateness_ms)
+        return False
+
+    def poll_wake(self, shards: Sequence[int]) -> bool:
+        if self.wake_tokens:
+            self.wake_tokens -= 1
+            return True
+        return False
+
+
+def promoter(index: FakeIndex, clock: FrozenClock, batch: int = 500) -> Promoter:
+    def sleep(seconds: float) -> None:
+        clock.advance(max(1, round(seconds * 1000)))
+
+    return Promoter(index, clock, [0], NullMetrics(), max_sleep_ms=1_000, batch=batch, sleep=sleep)
+
+
+def test_given_jobs_due_later_when_running_then_each_promoted_on_time_never_early() -> None:
+    clock = FrozenClock(10_000)
+    due = [10_000, 10_400, 10_401, 11_950, 13_333]
+    index = FakeIndex(clock, due)
+
+    promoter(index, clock).run(deadline_ms=15_000)
+
+    assert sorted(d for d, _ in index.promoted_at) == due
+    lateness = [at - d for d, at in index.promoted_at]
+    assert all(0 <= late <= 2 for late in lateness), lateness
+
+
+def test_given_far_due_time_when_waiting_then_blocks_coarsely_and_leaves_slack_for_redis_lateness() -> None:
+    clock = FrozenClock(0)
+    index = FakeIndex(clock, [700])
+
+    promoter(index, clock).run(deadline_ms=800)
+
+    assert index.coarse_waits[0] == 700 - COARSE_WAIT_SLACK_MS
+    assert index.promoted_at == [(700, 700)]
+
+
+def test_given_full_batches_when_running_then_loops_without_sleeping() -> None:
+    clock = FrozenClock(0)
+    index = FakeIndex(clock, [0] * 1_000)
+
+    promoter(index, clock, batch=100).run(deadline_ms=1)
+
+    assert len(index.promoted_at) == 1_000
+    assert {at for _, at in index.promoted_at} == {0}  # ten batches back to back, no sleep between them
+    assert len(index.coarse_waits) == 1  # only once nothing was left
+
+
+def test_given_wake_token_when_sleeping_then_returns_early_to_promote_again() -> None:
+    clock = FrozenClock(0)
+    index = FakeIndex(clock, [])
+    index.wake_tokens = 1
+
+    result = promoter(index, clock).tick()
+    promoter(index, clock)._wait(result.next_due_ms, deadline_ms=5_000)
+
+    assert clock.now_ms() == 0  # woken at once instead of sleeping the full second
