@@ -326,3 +326,18 @@ def tls_contexts_for(host: str, directory: Path) -> tuple[ssl.SSLContext, ssl.SS
     server.load_cert_chain(directory / "cert.pem", directory / "key.pem")
     client = ssl.create_default_context(cadata=cert_pem.decode("ascii"))
     return server, client
+
+
+@pytest.mark.parametrize(
+    ("method", "headers"),
+    [("POST", {"X-Bad": "line\r\nInjected: yes"}), ("GET /x", {}), ("POST", {"X-S": "\ud800"})],
+)
+def test_given_invalid_http_in_job_when_delivered_then_permanent_invalid_request(
+    receiver: Receiver, client: HttpCallbackClient, method: str, headers: dict[str, str]
+) -> None:
+    request = CallbackRequest(url=receiver.url(), method=method, headers=headers, body=b"", timeout_s=5.0)
+
+    result = client.deliver(request)
+
+    assert (result.error_class, result.retryable) == ("invalid_request", False)
+    assert receiver.requests == []

@@ -18,7 +18,7 @@ SHUTDOWN_POLL_S = 0.02
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One request as the receiver saw it.
+    """Describes one request as the receiver saw it.
 
     Attributes:
         method: The HTTP method.
@@ -37,7 +37,7 @@ class RecordedRequest:
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer.
+    """Describes one scripted answer.
 
     Attributes:
         status: The HTTP status code.
@@ -103,7 +103,8 @@ class _Handler(BaseHTTPRequestHandler):
 class Receiver:
     """Runs a ThreadingHTTPServer on 127.0.0.1 (a free port) in a daemon thread while in a `with` block.
 
-    Handler threads are daemons and answer keep-alive connections until the client closes them.
+    Handler threads are daemons and answer keep-alive connections until the client closes them. Request
+    bodies must be framed by Content-Length (chunked uploads are not read).
     """
 
     def __init__(self, tls: ssl.SSLContext | None = None) -> None:

@@ -189,3 +189,10 @@ def test_given_url_when_parsed_then_normalised_parts(url: str, expected: tuple[s
     parsed = parse_url(url)
 
     assert (parsed.scheme, parsed.host, parsed.port, parsed.path_and_query) == expected
+
+
+@pytest.mark.parametrize("host", ["2130706433", "0x7f000001", "0177.0.0.1", "127.1"])
+def test_given_numeric_loopback_spelling_when_resolved_by_system_then_unsafe(host: str) -> None:
+    # The system resolver reads these inet_aton forms as 127.0.0.1 without any DNS traffic.
+    with pytest.raises(UnsafeUrl, match="loopback"):
+        check_url(f"http://{host}/", allow_loopback=False)

@@ -50,7 +50,7 @@ KEEPALIVE_EXPIRY_S = 30.0
 
 @dataclass(frozen=True)
 class _Pin:
-    """The checked address and the deadline of the attempt a thread is running."""
+    """Names the checked address and the deadline of the attempt a thread is running."""
 
     host: str
     port: int
@@ -59,9 +59,10 @@ class _Pin:
 
 
 class _ThreadTransport:
-    """One thread's connection pool and the attempt that thread is running.
+    """Holds one thread's connection pool and the attempt that thread is running.
 
-    Only its own thread uses it, so `pin` needs no lock.
+    Made on the owning thread, which alone uses it, so `pin` needs no lock. Calling `close()` closes the
+    pool once; later calls do nothing.
     """
 
     def __init__(self, ssl_context: ssl.SSLContext, max_connections: int) -> None:
@@ -73,6 +74,9 @@ class _ThreadTransport:
             keepalive_expiry=KEEPALIVE_EXPIRY_S,
             network_backend=_PinnedBackend(self),
         )
+        # An executor that replaces its threads would otherwise leave their sockets open until garbage
+        # collection; close them as soon as the owning thread object goes (or on close(), whichever is first).
+        self.close = weakref.finalize(threading.current_thread(), self.pool.close)
 
     @contextmanager
     def pinned(self, pin: _Pin) -> Iterator[None]:
@@ -164,7 +168,7 @@ class _PinnedBackend(httpcore.NetworkBackend):
 
 @dataclass(frozen=True)
 class _Response:
-    """The parts of one HTTP response the client keeps."""
+    """Keeps the parts of one HTTP response the client reports."""
 
     status: int
     headers: dict[str, str]
@@ -208,11 +212,11 @@ class HttpCallbackClient:
         self._transports_lock = threading.Lock()
 
     def close(self) -> None:
-        """Closes every pooled connection of every thread."""
+        """Closes every pooled connection of every thread; the client must not be used afterwards."""
         with self._transports_lock:
             transports = list(self._transports)
         for transport in transports:
-            transport.pool.close()
+            transport.close()
 
     def _thread_transport(self) -> _ThreadTransport:
         """Returns the calling thread's transport, making it on the thread's first delivery."""
@@ -222,9 +226,6 @@ class HttpCallbackClient:
             self._local.transport = transport
             with self._transports_lock:
                 self._transports.add(transport)
-            # An executor that replaces its threads would otherwise leave their sockets open until
-            # garbage collection; close them as soon as the thread object goes.
-            weakref.finalize(threading.current_thread(), transport.pool.close)
         return transport
 
     def __enter__(self) -> HttpCallbackClient:
@@ -253,6 +254,9 @@ class HttpCallbackClient:
             return _failure(started_s, "timeout", f"no response within {request.timeout_s:g} s")
         except httpcore.ConnectError as exc:
             return _failure(started_s, "connect_error", str(exc) or "connection failed")
+        except (httpcore.LocalProtocolError, UnicodeEncodeError) as exc:
+            # The job's own method or headers are not valid HTTP; sending again cannot help.
+            return _failure(started_s, "invalid_request", f"{type(exc).__name__}: {exc}", retryable=False)
         except (httpcore.NetworkError, httpcore.ProtocolError, OSError) as exc:
             return _failure(started_s, "transport_error", f"{type(exc).__name__}: {exc}")
 

@@ -32,7 +32,7 @@ _IPV4_COMPATIBLE_V6 = ipaddress.ip_network("::/96")
 
 @dataclass(frozen=True)
 class ParsedUrl:
-    """A callback URL split into the parts a connection needs, before any DNS lookup.
+    """Holds a callback URL split into the parts a connection needs, before any DNS lookup.
 
     Attributes:
         scheme: "http" or "https".
@@ -54,7 +54,7 @@ class ParsedUrl:
 
 @dataclass(frozen=True)
 class ResolvedTarget(ParsedUrl):
-    """A callback URL that passed the safety check, with the address to connect to.
+    """Holds a callback URL that passed the safety check, with the address to connect to.
 
     Attributes:
         ip: The checked address the connection must use (pinned, so a second DNS answer cannot differ).
