@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
 
 from hookline.models import JobRequest, JobStatus
+from hookline.settings import Settings
 from hookline.wiring import Container
 from tests.support.receiver import Receiver, Reply
 from tests.support.stack import running_loops, wait_until
@@ -66,3 +68,20 @@ def test_given_concurrency_limited_key_when_jobs_run_then_at_most_limit_overlap(
     overlaps = max(sum(1 for s, f in spans if s <= t < f) for t, _ in spans)
     assert overlaps <= 2
     assert overlaps == 2  # the limit is reached, not just respected by running one at a time
+
+
+def test_given_tenant_rate_default_when_jobs_have_no_limit_then_tenant_window_holds(
+    settings: Settings, receiver: Receiver
+) -> None:
+    limited = Container(dataclasses.replace(settings, tenant_rate_limit_per_s=2), consumer="tenant-limited")
+    try:
+        job_ids = submit_all(limited, receiver, 5)
+        with running_loops(limited):
+            wait_until(lambda: all_succeeded(limited, job_ids), timeout_s=15, interval_s=0.2)
+        starts = sorted(e.started_ms for j in job_ids for e in limited.jobs.executions(TENANT, j))
+    finally:
+        limited.close()
+
+    assert len(starts) == 5
+    assert all(sum(1 for s in starts if t - 1000 < s <= t) <= 2 for t in starts)
+    assert starts[-1] - starts[0] >= 2000

@@ -114,7 +114,9 @@ def test_given_many_concurrent_promoters_when_jobs_fall_due_then_each_is_promote
         Promoter(RedisIndex(client), container.clock, [0], NullMetrics(), max_sleep_ms=50, batch=100)
         for client in clients
     ]
-    threads = [threading.Thread(target=p.run, args=(now_ms + 1500,)) for p in promoters]
+    # The deadline counts from after indexing (slow under load), so every member falls due well inside it.
+    deadline_ms = max(container.clock.now_ms(), now_ms + 450) + 1000
+    threads = [threading.Thread(target=p.run, args=(deadline_ms,)) for p in promoters]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -15,6 +15,9 @@ SCRIPT_NAMES = (
     "redeliver",
     "rate_limit",
     "concurrency_acquire",
+    "cron_claim",
+    "cron_advance",
+    "cron_set",
 )
 
 

@@ -57,7 +57,13 @@ class JobRequest(BaseModel):
     """What a client sends to create a job (POST /v1/jobs)."""
 
     model_config = ConfigDict(extra="forbid")
-    url: str = Field(min_length=1, max_length=2048, description="http(s) URL to call.")
+    url: str = Field(
+        min_length=1,
+        max_length=2048,
+        description="http(s) URL to call.",
+        # In the schema for clients and fuzzers; the validator below gives the clearer message.
+        json_schema_extra={"pattern": "^[Hh][Tt][Tt][Pp][Ss]?://"},
+    )
     method: HttpMethod = "POST"
     headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
     body: Any = Field(
@@ -217,6 +223,14 @@ class Job:
     last_error: str | None = None
     schedule_id: str | None = None
     fire_time_ms: int | None = None
+    # Attempts made before the current run (a replay starts a new run with a fresh budget). `attempt`
+    # itself never resets, so every attempt keeps its own execution record.
+    attempt_base: int = 0
+
+    @property
+    def run_attempt(self) -> int:
+        """Returns the number of the latest attempt within the current run (1-based; 0 before any)."""
+        return self.attempt - self.attempt_base
 
     def member(self) -> Member:
         """Returns this job's Redis index member for its current generation."""

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from hookline.callback import CallbackRequest, CallbackResult
 from hookline.dynamo.job_store import Claim, Finish
-from hookline.models import Execution, Job, Member
+from hookline.models import Execution, Job, JobStatus, Member
 from hookline.redis_index import LimiterVerdict, PromoteResult, RedeliverResult, StreamEntry
 
 
@@ -47,11 +47,37 @@ class JobStore(Protocol):
         ...
 
 
+class JobAdminStore(Protocol):
+    """The job reads and changes the API makes on a tenant's behalf (DynamoDB)."""
+
+    def get(self, tenant: str, job_id: str) -> Job:
+        """Returns the tenant's job or raises NotFound."""
+        ...
+
+    def list_jobs(
+        self, tenant: str, status: JobStatus | None, after_job_id: str | None, limit: int
+    ) -> tuple[list[Job], str | None]:
+        """Returns a page of the tenant's jobs, newest first, and the id to go on after."""
+        ...
+
+    def cancel(self, tenant: str, job_id: str, now_ms: int) -> Job:
+        """Cancels a scheduled job or raises NotFound or StaleState."""
+        ...
+
+    def replay(self, tenant: str, job_id: str, shard: int, now_ms: int) -> Job:
+        """Reschedules a dead job or raises NotFound or StaleState."""
+        ...
+
+
 class LiveIndex(Protocol):
     """The live indexes and limiters (Redis)."""
 
     def index(self, member: Member, shard: int, due_ms: int, now_ms: int) -> bool:
         """Indexes a member for its due time."""
+        ...
+
+    def unindex(self, member: Member, shard: int) -> bool:
+        """Removes a member from the due index."""
         ...
 
     def promote(self, shard: int, now_ms: int, batch: int = ...) -> PromoteResult:
@@ -114,6 +140,10 @@ class LiveIndex(Protocol):
 
     def ensure_group(self, shard: int) -> None:
         """Creates the consumer group if missing."""
+        ...
+
+    def prune_consumers(self, shard: int, idle_ms: int) -> int:
+        """Deletes idle consumers that hold nothing."""
         ...
 
     def trim_dead(self, shard: int, max_len: int = ...) -> int:

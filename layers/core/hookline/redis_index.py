@@ -10,6 +10,7 @@ import redis
 from redis.commands.core import Script
 
 from hookline import constants, redis_keys
+from hookline.cron.schedule import ScheduleMember
 from hookline.lua import SCRIPT_NAMES, script_source
 from hookline.models import Member
 
@@ -54,6 +55,23 @@ class LimiterVerdict:
     retry_at_ms: int
 
 
+@dataclass(frozen=True)
+class CronClaim:
+    """One schedule claimed by cron_claim.lua: the occurrence to handle, until claim_until_ms."""
+
+    member: ScheduleMember
+    fire_ms: int
+    claim_until_ms: int
+
+
+@dataclass(frozen=True)
+class CronClaimResult:
+    """What one cron_claim.lua call claimed, and the lowest score left (a fire time or a claim expiry)."""
+
+    claims: list[CronClaim]
+    next_ms: int | None
+
+
 class RedisIndex:
     """Keeps the live indexes (due ZSET, ready stream, in-flight ZSET, dead stream) and the limiters."""
 
@@ -90,6 +108,14 @@ class RedisIndex:
         result = self._scripts["index"](keys=keys, args=[member.encode(), due_ms, now_ms])
         return int(cast(int, result)) == 1
 
+    def unindex(self, member: Member, shard: int) -> bool:
+        """Removes a member from the due ZSET (a cancelled job); True when it was there.
+
+        One ZREM is atomic on its own, so this needs no script. A member already promoted stays in the
+        ready stream: the executor's claim fails on the cancelled job and drops the entry.
+        """
+        return int(self._redis.zrem(redis_keys.due_key(shard), member.encode())) == 1
+
     def promote(self, shard: int, now_ms: int, batch: int = constants.PROMOTE_BATCH) -> PromoteResult:
         """Moves at most `batch` due members onto the ready stream."""
         keys = [redis_keys.due_key(shard), redis_keys.ready_stream(shard), redis_keys.inflight_key(shard)]
@@ -113,14 +139,21 @@ class RedisIndex:
         return any(value is not None for value in pipe.execute())
 
     def read_ready(self, shards: Sequence[int], count: int, block_ms: int) -> list[StreamEntry]:
-        """Reads up to `count` new deliveries for this consumer, blocking up to block_ms."""
+        """Reads up to `count` new deliveries for this consumer, blocking up to block_ms (0: not at all).
+
+        Redis reads BLOCK 0 as "forever", so 0 here sends no BLOCK.
+        """
         streams = {redis_keys.ready_stream(shard): ">" for shard in shards}
         shard_of = {redis_keys.ready_stream(shard): shard for shard in shards}
         try:
             reply = cast(
                 list[Any] | None,
                 self._redis.xreadgroup(
-                    redis_keys.CONSUMER_GROUP, self._consumer, cast(Any, streams), count=count, block=block_ms
+                    redis_keys.CONSUMER_GROUP,
+                    self._consumer,
+                    cast(Any, streams),
+                    count=count,
+                    block=block_ms if block_ms > 0 else None,
                 ),
             )
         except redis.ResponseError as error:
@@ -239,6 +272,21 @@ class RedisIndex:
         """Trims the dead stream to about max_len entries; returns how many were removed."""
         return int(self._redis.xtrim(redis_keys.dead_stream(shard), maxlen=max_len, approximate=True))
 
+    def prune_consumers(self, shard: int, idle_ms: int) -> int:
+        """Deletes consumers that hold nothing and were idle for idle_ms; returns how many.
+
+        Every executor process reads as a consumer of its own, so the group gains one per Lambda cold start.
+        A consumer with pending entries is kept: deleting it would drop them from the pending list.
+        """
+        stream = redis_keys.ready_stream(shard)
+        removed = 0
+        for consumer in self._redis.xinfo_consumers(stream, redis_keys.CONSUMER_GROUP):
+            if int(consumer["pending"]) == 0 and int(consumer["idle"]) >= idle_ms:
+                # The reply counts the entries it had pending (0 here), not whether it was deleted.
+                self._redis.xgroup_delconsumer(stream, redis_keys.CONSUMER_GROUP, consumer["name"])
+                removed += 1
+        return removed
+
     def depth(self, shard: int) -> tuple[int, int]:
         """Returns (due members, in-flight members) of a shard, for the queue-depth metric."""
         pipe = self._redis.pipeline(transaction=False)
@@ -246,6 +294,56 @@ class RedisIndex:
         pipe.zcard(redis_keys.inflight_key(shard))
         due, inflight = pipe.execute()
         return int(due), int(inflight)
+
+    def claim_cron(self, shard: int, now_ms: int, claim_until_ms: int, batch: int) -> CronClaimResult:
+        """Claims at most `batch` due schedules until claim_until_ms (cron_claim.lua)."""
+        keys = [redis_keys.cron_key(shard), redis_keys.cron_claims_key(shard)]
+        reply = cast(list[Any], self._scripts["cron_claim"](keys=keys, args=[now_ms, claim_until_ms, batch]))
+        claims = [
+            CronClaim(ScheduleMember.decode(_text(reply[i])), int(_text(reply[i + 1])), claim_until_ms)
+            for i in range(1, len(reply), 2)
+        ]
+        next_ms = int(float(_text(reply[0])))
+        return CronClaimResult(claims, None if next_ms < 0 else next_ms)
+
+    def advance_cron(self, shard: int, claim: CronClaim, next_fire_ms: int | None) -> bool:
+        """Moves a claimed schedule to next_fire_ms (None removes it) while the claim holds (cron_advance)."""
+        keys = [redis_keys.cron_key(shard), redis_keys.cron_claims_key(shard)]
+        args: list[str | int] = [
+            claim.member.encode(),
+            claim.claim_until_ms,
+            -1 if next_fire_ms is None else next_fire_ms,
+        ]
+        return int(cast(int, self._scripts["cron_advance"](keys=keys, args=args))) == 1
+
+    def set_cron(
+        self,
+        shard: int,
+        old: ScheduleMember | None,
+        new: ScheduleMember | None,
+        next_fire_ms: int | None,
+        only_if_absent: bool = False,
+    ) -> bool:
+        """Replaces a schedule's old version with new at next_fire_ms (cron_set.lua); True if new was written.
+
+        new=None (or next_fire_ms=None: nothing left to fire) only removes old.
+        """
+        keys = [redis_keys.cron_key(shard), redis_keys.cron_claims_key(shard), redis_keys.wake_key(shard)]
+        add = new is not None and next_fire_ms is not None
+        args: list[str | int] = [
+            "" if old is None else old.encode(),
+            new.encode() if add and new is not None else "",
+            next_fire_ms if next_fire_ms is not None else -1,
+            "1" if only_if_absent else "0",
+        ]
+        return int(cast(int, self._scripts["cron_set"](keys=keys, args=args))) == 1
+
+    def cron_scores(self, shard: int, members: Sequence[ScheduleMember]) -> list[int | None]:
+        """Returns each member's score in the cron ZSET (None when absent), in one pipelined round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        for member in members:
+            pipe.zscore(redis_keys.cron_key(shard), member.encode())
+        return [None if score is None else int(score) for score in pipe.execute()]
 
 
 def _text(value: Any) -> str:

@@ -40,8 +40,17 @@ def dead_stream(shard: int) -> str:
 
 
 def cron_key(shard: int) -> str:
-    """ZSET: schedule reference → next fire time (ms)."""
+    """ZSET: schedule member `tenant/schedule_id/version` → next fire time (ms), or claim expiry (ms)."""
     return f"{_shard_tag(shard)}:cron"
+
+
+def cron_claims_key(shard: int) -> str:
+    """HASH: schedule member → fire time (ms) of the occurrence a promoter's claim is for.
+
+    Kept apart from the ZSET score (which holds the claim expiry) so a re-claim after an expired claim
+    handles the same occurrence.
+    """
+    return f"{_shard_tag(shard)}:cron:claims"
 
 
 def rate_key(tenant: str, key: str) -> str:

@@ -37,6 +37,26 @@ class Settings:
     lease_margin_ms: int = int(constants.LEASE_MARGIN_S * 1000)
     promoter_max_sleep_ms: int = constants.PROMOTER_MAX_SLEEP_MS
     tenant_max_concurrency: int | None = None
+    # API requests per second per API key, unless the key record sets its own `rate_limit_per_s`.
+    api_rate_limit_per_s: int = 100
+    tenant_rate_limit_per_s: int | None = None
+    # The function the promoter invokes to fan out executors; None starts no extra executors.
+    execute_function: str | None = None
+    # Cron: the shortest gap between two occurrences of a schedule (1000 ms: cron's own limit, so no floor),
+    # per-tenant overrides as "tenant=ms,tenant=ms", and how late an occurrence may fire before it counts
+    # as missed (then the schedule's catch-up policy applies). Keep the grace above the claim expiry
+    # (usecases/cron.py CLAIM_TTL_MS) so a crashed promoter's occurrences still fire.
+    cron_min_interval_ms: int = 1000
+    cron_tenant_min_interval_ms: str = ""
+    cron_misfire_grace_ms: int = 30_000
+
+    def cron_tenant_floors_ms(self) -> dict[str, int]:
+        """Returns the per-tenant frequency floors parsed from "tenant=ms,tenant=ms"."""
+        floors: dict[str, int] = {}
+        for pair in filter(None, (part.strip() for part in self.cron_tenant_min_interval_ms.split(","))):
+            tenant, _, value = pair.partition("=")
+            floors[tenant.strip()] = int(value)
+        return floors
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -60,4 +80,12 @@ class Settings:
                 env.get("HOOKLINE_PROMOTER_MAX_SLEEP_MS", default.promoter_max_sleep_ms)
             ),
             tenant_max_concurrency=_optional_int(env.get("HOOKLINE_TENANT_MAX_CONCURRENCY")),
+            api_rate_limit_per_s=int(env.get("HOOKLINE_API_RATE_LIMIT_PER_S", default.api_rate_limit_per_s)),
+            tenant_rate_limit_per_s=_optional_int(env.get("HOOKLINE_TENANT_RATE_LIMIT_PER_S")),
+            execute_function=env.get("HOOKLINE_EXECUTE_FUNCTION") or None,
+            cron_min_interval_ms=int(env.get("HOOKLINE_CRON_MIN_INTERVAL_MS", default.cron_min_interval_ms)),
+            cron_tenant_min_interval_ms=env.get("HOOKLINE_CRON_TENANT_MIN_INTERVAL_MS", ""),
+            cron_misfire_grace_ms=int(
+                env.get("HOOKLINE_CRON_MISFIRE_GRACE_MS", default.cron_misfire_grace_ms)
+            ),
         )

@@ -18,13 +18,24 @@ from hookline.callback.safety import check_url
 from hookline.clock import Clock, SystemClock
 from hookline.dynamo.job_store import DynamoJobStore
 from hookline.dynamo.key_store import DynamoKeyStore
+from hookline.dynamo.schedule_store import DynamoScheduleStore
 from hookline.ports import MetricsSink, NullMetrics
 from hookline.redis_index import RedisIndex
 from hookline.settings import Settings
 from hookline.signing_secrets import SigningSecretProvider
+from hookline.usecases.cron import CronRunner, ScheduleReconciler
 from hookline.usecases.execute import Executor
+from hookline.usecases.manage import JobManager
 from hookline.usecases.promote import Promoter
 from hookline.usecases.reap import Reaper
+from hookline.usecases.scale import (
+    ExecutorLauncher,
+    ExecutorScaler,
+    FanOutPolicy,
+    LambdaLauncher,
+    NoLauncher,
+)
+from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
 from hookline.usecases.submit import JobSubmitter
 
 
@@ -41,7 +52,7 @@ def dynamodb_client(settings: Settings, max_connections: int = 50) -> Any:
 def redis_client(settings: Settings) -> redis.Redis:
     """Returns a Redis client whose socket timeout outlasts the longest blocking read."""
     return redis.Redis.from_url(
-        settings.redis_url, socket_timeout=30, socket_connect_timeout=5, health_check_interval=30
+        settings.redis_url, socket_timeout=30, socket_connect_timeout=1, health_check_interval=30
     )
 
 
@@ -108,10 +119,54 @@ class Container:
         )
 
     @cached_property
+    def manager(self) -> JobManager:
+        """The job administration use cases (list, cancel, replay)."""
+        return JobManager(self.jobs, self.index, self.clock, self.metrics)
+
+    @cached_property
     def promoter(self) -> Promoter:
         """The promote use case."""
         return Promoter(
-            self.index, self.clock, self.shards, self.metrics, self.settings.promoter_max_sleep_ms
+            self.index,
+            self.clock,
+            self.shards,
+            self.metrics,
+            self.settings.promoter_max_sleep_ms,
+            cron=self.cron,
+        )
+
+    @cached_property
+    def schedule_store(self) -> DynamoScheduleStore:
+        """Schedule items, their instances and listings in the jobs table."""
+        return DynamoScheduleStore(self.dynamodb, self.settings.jobs_table)
+
+    @cached_property
+    def cron(self) -> CronRunner:
+        """The promoter's cron pass: fires each occurrence of every schedule once."""
+        return CronRunner(
+            self.schedule_store,
+            self.index,
+            self.submitter,
+            self.clock,
+            self.shards,
+            self.metrics,
+            misfire_grace_ms=self.settings.cron_misfire_grace_ms,
+            job_shards=self.settings.shards,
+        )
+
+    @cached_property
+    def schedules(self) -> ScheduleManager:
+        """The schedule administration use cases (API)."""
+        allow_loopback = self.settings.allow_loopback
+        floor = FrequencyFloor(self.settings.cron_min_interval_ms, self.settings.cron_tenant_floors_ms())
+        return ScheduleManager(
+            self.schedule_store,
+            self.index,
+            self.clock,
+            lambda url: check_url(url, allow_loopback),
+            self.settings.shards,
+            floor,
+            self.metrics,
         )
 
     @cached_property
@@ -134,6 +189,7 @@ class Container:
             self.shards,
             concurrency=self.settings.executor_concurrency,
             tenant_max_concurrency=self.settings.tenant_max_concurrency,
+            tenant_rate_limit_per_s=self.settings.tenant_rate_limit_per_s,
         )
 
     @cached_property
@@ -147,6 +203,29 @@ class Container:
             self.metrics,
             redeliver_after_ms=self.settings.redeliver_after_ms,
             max_deliveries=self.settings.max_deliveries,
+            schedules=ScheduleReconciler(self.schedule_store, self.index, self.clock),
+        )
+
+    @cached_property
+    def executor_launcher(self) -> ExecutorLauncher:
+        """Starts extra executors: async invokes of HOOKLINE_EXECUTE_FUNCTION (the local stack swaps it)."""
+        name = self.settings.execute_function
+        if name is None:
+            return NoLauncher()
+        settings = self.settings
+        return LambdaLauncher(
+            lambda: boto3.client(
+                "lambda", endpoint_url=settings.aws_endpoint_url, region_name=settings.aws_region
+            ),
+            name,
+        )
+
+    @cached_property
+    def fan_out(self) -> ExecutorScaler:
+        """The fan-out use case: more executors while the ready streams back up."""
+        policy = FanOutPolicy(backlog_per_executor=2 * self.settings.executor_concurrency)
+        return ExecutorScaler(
+            self.index, self.clock, self.shards, self.executor_launcher, self.metrics, policy
         )
 
     def close(self) -> None:

@@ -69,6 +69,7 @@ def job_to_item(job: Job) -> Item:
         "last_error": job.last_error,
         "schedule_id": job.schedule_id,
         "fire_time_ms": job.fire_time_ms,
+        "attempt_base": job.attempt_base or None,
     }
     if job.status.is_live:
         values[tables.LIVE_PK] = str(job.shard)
@@ -104,6 +105,7 @@ def item_to_job(item: Item) -> Job:
         last_error=v.get("last_error"),
         schedule_id=v.get("schedule_id"),
         fire_time_ms=v.get("fire_time_ms"),
+        attempt_base=v.get("attempt_base", 0),
     )
 
 

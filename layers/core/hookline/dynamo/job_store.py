@@ -24,6 +24,13 @@ CLAIMABLE = (
 HELD_BY_ATTEMPT = "#status = :running AND #generation = :generation AND #attempt = :attempt"
 LIVE_IN_GENERATION = "#generation = :generation AND #status IN (:scheduled, :running)"
 CANCELLABLE = "#status = :scheduled"
+# Only a dead job is replayed: a live one would then run twice, a succeeded one again.
+REPLAYABLE = "#status = :dead"
+
+# A job listing reads this many items per query when filtering by status, and at most LIST_MAX_READ_ITEMS
+# per call (about 1 MB of reads), so a sparse filter cannot make one request scan a whole tenant.
+LIST_FILTERED_BATCH = 200
+LIST_MAX_READ_ITEMS = 1000
 
 _NAMES = {
     "#pk": tables.JOBS_PK,
@@ -32,6 +39,7 @@ _NAMES = {
     "#attempt": "attempt",
     "#lease": "lease_expires_at_ms",
     "#timeout": "timeout_ms",
+    "#base": "attempt_base",
     "#expires": tables.TTL_ATTRIBUTE,
     "#updated": "updated_ms",
     "#due": "due_ms",
@@ -39,6 +47,7 @@ _NAMES = {
     "#live_sk": tables.LIVE_SK,
     "#code": "last_status_code",
     "#error": "last_error",
+    "#sk": tables.JOBS_SK,
 }
 
 
@@ -342,3 +351,103 @@ class DynamoJobStore:
                 break
             request["ExclusiveStartKey"] = reply["LastEvaluatedKey"]
         return [codec.item_to_execution(tenant, item) for item in items]
+
+    def list_jobs(
+        self,
+        tenant: str,
+        status: JobStatus | None,
+        after_job_id: str | None,
+        limit: int,
+        max_read: int = LIST_MAX_READ_ITEMS,
+    ) -> tuple[list[Job], str | None]:
+        """Returns up to `limit` of the tenant's jobs, newest first, and the job id to go on after (or None).
+
+        A status filter is applied after the read (the table has no status index), so one call reads at most
+        `max_read` items: a sparse status can yield a short page that still has a continuation.
+        """
+        request: dict[str, Any] = {
+            "TableName": self._jobs,
+            "KeyConditionExpression": "#pk = :tenant AND begins_with(#sk, :prefix)",
+            "ScanIndexForward": False,
+            # Without a filter, one item more than the page tells whether another page exists.
+            "Limit": limit + 1 if status is None else LIST_FILTERED_BATCH,
+        }
+        values: dict[str, Any] = {":tenant": tenant, ":prefix": tables.JOB_SK_PREFIX}
+        expressions = [request["KeyConditionExpression"]]
+        if status is not None:
+            request["FilterExpression"] = "#status = :status"
+            values[":status"] = status.value
+            expressions.append(request["FilterExpression"])
+        request["ExpressionAttributeNames"] = _names(*expressions)
+        request["ExpressionAttributeValues"] = codec.to_attribute_values(values)
+        if after_job_id is not None:
+            request["ExclusiveStartKey"] = codec.job_key(tenant, after_job_id)
+        jobs: list[Job] = []
+        read = 0
+        while True:
+            reply = self._client.query(**request)
+            jobs += [codec.item_to_job(item) for item in reply.get("Items", [])]
+            read += int(reply.get("ScannedCount", 0))
+            last_key = reply.get("LastEvaluatedKey")
+            if len(jobs) > limit or last_key is None or read >= max_read:
+                break
+            request["ExclusiveStartKey"] = last_key
+        if len(jobs) > limit:
+            return jobs[:limit], jobs[limit - 1].job_id
+        if last_key is None:
+            return jobs, None
+        # Everything up to the last evaluated key was read (filtered-out items included): go on after it.
+        last_sk = str(codec.from_attribute_values(last_key)[tables.JOBS_SK])
+        return jobs, last_sk.removeprefix(tables.JOB_SK_PREFIX)
+
+    def replay(self, tenant: str, job_id: str, shard: int, now_ms: int) -> Job:
+        """Turns a dead job into a scheduled one due now: a new generation with a fresh attempt budget.
+
+        The attempt counter keeps counting (the run starts at attempt_base), so the new run's execution
+        records never overwrite the old run's.
+
+        The caller passes the job's shard (fixed at creation) because the live index keys it as a string.
+        Raises NotFound for an unknown (or another tenant's) job and StaleState when it is not dead.
+        """
+        update = (
+            "SET #status = :scheduled, #generation = #generation + :one, #base = #attempt, #due = :now_ms, "
+            "#live_pk = :shard, #live_sk = :now_ms, #updated = :now_ms "
+            "REMOVE #expires, #lease, #code, #error"
+        )
+        condition = f"attribute_exists(#pk) AND {REPLAYABLE}"
+        try:
+            reply = self._client.update_item(
+                TableName=self._jobs,
+                Key=codec.job_key(tenant, job_id),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(update, condition),
+                ExpressionAttributeValues=codec.to_attribute_values(
+                    {
+                        ":scheduled": JobStatus.SCHEDULED.value,
+                        ":dead": JobStatus.DEAD.value,
+                        ":one": 1,
+                        ":now_ms": now_ms,
+                        ":shard": str(shard),
+                    }
+                ),
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if _code(error) != "ConditionalCheckFailedException":
+                raise
+            response: dict[str, Any] = dict(error.response)
+            if "Item" not in response:
+                raise NotFound(f"job {job_id} not found") from error
+            current = codec.item_to_job(response["Item"])
+            raise StaleState(
+                f"job {job_id} is {current.status.value}; only a dead job can be replayed"
+            ) from error
+        return codec.item_to_job(reply["Attributes"])
+
+    def check(self) -> None:
+        """Does one cheap read, so a health check learns whether the jobs table answers."""
+        self._client.get_item(
+            TableName=self._jobs, Key=codec.job_key("health#", "check"), ConsistentRead=False
+        )

@@ -52,6 +52,7 @@ class Executor:
         shards: Sequence[int],
         concurrency: int = 32,
         tenant_max_concurrency: int | None = None,
+        tenant_rate_limit_per_s: int | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self._store = store
@@ -63,6 +64,7 @@ class Executor:
         self._shards = list(shards)
         self._concurrency = concurrency
         self._tenant_max_concurrency = tenant_max_concurrency
+        self._tenant_rate_limit_per_s = tenant_rate_limit_per_s
         self._rng = rng or random.Random()
 
     def run(self, deadline_ms: int, block_ms: int = constants.EXECUTOR_BLOCK_MS) -> int:
@@ -128,7 +130,11 @@ class Executor:
             self._index.release_slots(slots)
 
     def _admit(self, entry: StreamEntry, now_ms: int, slots: list[tuple[str, str]]) -> int | None:
-        """Runs the limiters; returns None when admitted, else when to try again; fills slots."""
+        """Runs the limiters; returns None when admitted, else when to try again; fills slots.
+
+        Semaphores go first: a rate admission spent on a delivery that then waits for a slot would be lost.
+        A refusal by a later limiter still spends the earlier ones' admissions; that errs on the safe side.
+        """
         member, flow = entry.member, entry.member.flow
         token = f"{member.job_id}:{member.generation}"
         # The job's own timeout is not known before the claim: hold slots for the longest one (released
@@ -136,24 +142,24 @@ class Executor:
         lease_ms = now_ms + int((constants.MAX_TIMEOUT_S + constants.LEASE_MARGIN_S) * 1000)
         semaphores = []
         if self._tenant_max_concurrency is not None:
-            semaphores.append(
-                (redis_keys.concurrency_key(member.tenant, TENANT_LIMIT_KEY), self._tenant_max_concurrency)
-            )
+            semaphores.append((TENANT_LIMIT_KEY, self._tenant_max_concurrency))
         if flow.concurrency_key is not None:
-            semaphores.append(
-                (redis_keys.concurrency_key(member.tenant, flow.concurrency_key), flow.concurrency_limit)
-            )
-        for key, limit in semaphores:
+            semaphores.append((flow.concurrency_key, flow.concurrency_limit))
+        for name, limit in semaphores:
+            key = redis_keys.concurrency_key(member.tenant, name)
             verdict = self._index.acquire_slot(key, now_ms, limit, token, lease_ms)
             if not verdict.admitted:
                 self._metrics.count("ConcurrencyLimited")
                 return min(verdict.retry_at_ms, now_ms + CONCURRENCY_RETRY_MS)
             slots.append((key, token))
+        windows = []
         if flow.rate_key is not None:
-            key = redis_keys.rate_key(member.tenant, flow.rate_key)
-            verdict = self._index.admit_rate(
-                key, now_ms, flow.rate_limit, flow.rate_period_ms, entry.entry_id
-            )
+            windows.append((flow.rate_key, flow.rate_limit, flow.rate_period_ms))
+        if self._tenant_rate_limit_per_s is not None:
+            windows.append((TENANT_LIMIT_KEY, self._tenant_rate_limit_per_s, 1000))
+        for name, limit, period_ms in windows:
+            key = redis_keys.rate_key(member.tenant, name)
+            verdict = self._index.admit_rate(key, now_ms, limit, period_ms, entry.entry_id)
             if not verdict.admitted:
                 self._metrics.count("RateLimited")
                 return verdict.retry_at_ms
@@ -176,7 +182,7 @@ class Executor:
                     error_message="the executor holding this attempt stopped before recording its outcome",
                 )
             )
-        if job.attempt > job.max_attempts:
+        if job.run_attempt > job.max_attempts:
             # Earlier attempts were lost to crashes and used up the budget: no delivery is left to make.
             return self._finish(entry, job, Finish(JobStatus.DEAD, None, "attempts_exhausted"), executions)
         self._metrics.count("Dispatched")
@@ -190,9 +196,9 @@ class Executor:
         error = result.error_class or (None if result.succeeded else f"status {result.status_code}")
         if result.succeeded:
             return Finish(JobStatus.SUCCEEDED, result.status_code, None)
-        if result.retryable and job.attempt < job.max_attempts:
+        if result.retryable and job.run_attempt < job.max_attempts:
             delay_ms = retry_delay_ms(
-                job.attempt, job.min_backoff_ms, job.max_backoff_ms, result.retry_after_s, self._rng
+                job.run_attempt, job.min_backoff_ms, job.max_backoff_ms, result.retry_after_s, self._rng
             )
             return Finish(JobStatus.SCHEDULED, result.status_code, error, self._clock.now_ms() + delay_ms)
         return Finish(JobStatus.DEAD, result.status_code, error)
@@ -234,7 +240,7 @@ class Executor:
             job.job_id,
             now_ms // 1000,
             body,
-            job.attempt,
+            job.run_attempt,
             schedule_id=job.schedule_id,
             fire_time_ms=job.fire_time_ms,
         )

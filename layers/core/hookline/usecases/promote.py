@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from hookline import constants
 from hookline.clock import Clock
@@ -25,6 +26,14 @@ class TickResult:
     more_due: bool  # some shard filled its batch: call again at once
 
 
+class CronPass(Protocol):
+    """Fires due cron schedules; runs inside every promoter tick (usecases/cron.py CronRunner)."""
+
+    def tick(self, now_ms: int) -> TickResult:
+        """Handles one batch of due schedules: moved = instances created, next_due_ms = next fire."""
+        ...
+
+
 class Promoter:
     """Moves due members of every shard onto the ready streams; leader-less (promote.lua is atomic)."""
 
@@ -37,6 +46,7 @@ class Promoter:
         max_sleep_ms: int = constants.PROMOTER_MAX_SLEEP_MS,
         batch: int = constants.PROMOTE_BATCH,
         sleep: Callable[[float], None] = time.sleep,
+        cron: CronPass | None = None,
     ) -> None:
         self._index = index
         self._clock = clock
@@ -45,6 +55,7 @@ class Promoter:
         self._max_sleep_ms = max_sleep_ms
         self._batch = batch
         self._sleep = sleep
+        self._cron = cron
 
     def tick(self) -> TickResult:
         """Promotes at most one batch per shard."""
@@ -58,6 +69,13 @@ class Promoter:
                 next_due = result.next_due_ms
         if moved:
             self._metrics.count("Promoted", moved)
+        if self._cron is not None:
+            # Instances are indexed as they are created (due now: onto the ready stream), so they are not
+            # counted as promoted; the next fire time bounds the sleep like a due job does.
+            fired = self._cron.tick(now_ms)
+            more = more or fired.more_due
+            if fired.next_due_ms is not None and (next_due is None or fired.next_due_ms < next_due):
+                next_due = fired.next_due_ms
         return TickResult(moved, next_due, more)
 
     def run(self, deadline_ms: int) -> int:

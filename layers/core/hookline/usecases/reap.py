@@ -11,10 +11,13 @@ from hookline.errors import StaleState
 from hookline.models import Job, JobStatus
 from hookline.ports import JobStore, LiveIndex, MetricsSink
 from hookline.redis_index import StreamEntry
+from hookline.usecases.cron import ScheduleReconciler
 
 logger = logging.getLogger(__name__)
 
 RECONCILE_PAGE = 100
+# A consumer idle this long with nothing pending belongs to an executor process that is gone.
+CONSUMER_IDLE_MS = 3_600_000
 
 
 @dataclass
@@ -25,6 +28,8 @@ class ReapReport:
     dead_lettered: int = 0
     reindexed: int = 0
     live_seen: int = 0
+    schedules_seen: int = 0
+    schedules_restored: int = 0
     reconcile_complete: dict[int, bool] = field(default_factory=dict)
 
 
@@ -40,6 +45,7 @@ class Reaper:
         metrics: MetricsSink,
         redeliver_after_ms: int,
         max_deliveries: int,
+        schedules: ScheduleReconciler | None = None,
     ) -> None:
         self._store = store
         self._index = index
@@ -48,6 +54,7 @@ class Reaper:
         self._metrics = metrics
         self._redeliver_after_ms = redeliver_after_ms
         self._max_deliveries = max_deliveries
+        self._schedules = schedules
 
     def run(self, deadline_ms: int) -> ReapReport:
         """Re-delivers, reconciles and trims every shard, stopping early at deadline_ms."""
@@ -56,7 +63,13 @@ class Reaper:
             self._index.ensure_group(shard)
             self.redeliver(shard, report)
             report.reconcile_complete[shard] = self.reconcile(shard, deadline_ms, report)
+            if self._schedules is not None:
+                seen, restored, complete = self._schedules.reconcile(shard, deadline_ms)
+                report.schedules_seen += seen
+                report.schedules_restored += restored
+                report.reconcile_complete[shard] = report.reconcile_complete[shard] and complete
             self._index.trim_dead(shard)
+            self._index.prune_consumers(shard, CONSUMER_IDLE_MS)
             due, inflight = self._index.depth(shard)
             self._metrics.gauge("QueueDepth", due + inflight)
         self._metrics.count("Redelivered", report.redelivered)
