@@ -1,5 +1,6 @@
 """The API function: every /v1 route, health and OpenAPI, behind API Gateway (REST, proxy events v1)."""
 
+import warnings
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -7,10 +8,14 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hookline.api import context, errors, jobs, schedules
+from hookline.api import context, dead_letters, errors, gate, health, jobs, schedules
 from hookline.metrics import PowertoolsMetrics
 from hookline.settings import Settings
 from hookline.wiring import Container
+
+# A read request publishes no metric; Powertools would warn about that on every such invocation.
+NO_METRICS_WARNING = "No application metrics to publish"
+warnings.filterwarnings("ignore", message=NO_METRICS_WARNING)
 
 logger = Logger()
 tracer = Tracer()
@@ -18,7 +23,10 @@ metrics = Metrics()
 context.use(Container(Settings.from_env(), metrics=PowertoolsMetrics(metrics)))
 app = APIGatewayRestResolver(enable_validation=True)
 app.include_router(jobs.router)
+app.include_router(dead_letters.router)
 app.include_router(schedules.router)
+app.include_router(health.router)
+health.enable_docs(app)
 errors.register(app)
 
 
@@ -26,5 +34,5 @@ errors.register(app)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], lambda_context: LambdaContext) -> dict[str, Any]:
-    """Routes one API Gateway proxy event."""
-    return app.resolve(event, lambda_context)
+    """Routes one API Gateway proxy event (authenticated, rate-limited and size-checked first)."""
+    return gate.handle(app, event, lambda_context)

@@ -26,6 +26,7 @@ class Principal:
     tenant: str
     key_id: str
     scopes: tuple[str, ...]
+    rate_limit_per_s: int | None = None  # None: the deployment's default
 
 
 def hash_secret(secret: str) -> str:
@@ -33,11 +34,16 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def mint_key(tenant: str, now_ms: int, scopes: tuple[str, ...] = ALL_SCOPES) -> tuple[KeyRecord, str]:
+def mint_key(
+    tenant: str,
+    now_ms: int,
+    scopes: tuple[str, ...] = ALL_SCOPES,
+    rate_limit_per_s: int | None = None,
+) -> tuple[KeyRecord, str]:
     """Returns a new key record and the full key text (shown once, never stored)."""
     key_id = secrets.token_hex(8)
     secret = secrets.token_hex(24)  # 192 random bits
-    record = KeyRecord(key_id, tenant, hash_secret(secret), scopes, now_ms)
+    record = KeyRecord(key_id, tenant, hash_secret(secret), scopes, now_ms, rate_limit_per_s=rate_limit_per_s)
     return record, f"{KEY_PREFIX}{key_id}_{secret}"
 
 
@@ -62,7 +68,7 @@ class Authenticator:
         matches = hmac.compare_digest(expected, hash_secret(secret))
         if record is None or not matches or record.revoked_ms is not None:
             raise Unauthorized("missing or invalid API key")
-        return Principal(record.tenant, record.key_id, record.scopes)
+        return Principal(record.tenant, record.key_id, record.scopes, record.rate_limit_per_s)
 
     def _lookup(self, key_id: str) -> KeyRecord | None:
         now_ms = self._clock.now_ms()

@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from hookline.auth import ALL_SCOPES, mint_key
+from hookline.auth import ALL_SCOPES, KEY_CACHE_TTL_MS, mint_key
 from hookline.callback.signing import new_signing_secret
 from hookline.clock import SystemClock
 from hookline.dynamo.key_store import DynamoKeyStore, SigningSecrets
+from hookline.errors import NotFound
 from hookline.settings import Settings
 from hookline.wiring import dynamodb_client
 
@@ -28,6 +32,12 @@ def add_key_commands(commands: Any) -> None:
     )
     create.add_argument("--tenant", required=True, type=_tenant)
     create.add_argument("--scopes", default=",".join(ALL_SCOPES), help="comma-separated scopes")
+    create.add_argument(
+        "--rate-limit-per-s",
+        type=_positive_int,
+        default=None,
+        help="API requests per second for this key (default: the deployment's HOOKLINE_API_RATE_LIMIT_PER_S)",
+    )
     create.add_argument("--json", action="store_true", help="print JSON")
     create.set_defaults(run=_create)
 
@@ -55,25 +65,38 @@ def _tenant(value: str) -> str:
     return value
 
 
-def _store() -> DynamoKeyStore:
+def _positive_int(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError("a whole number of at least 1")
+    return int(value)
+
+
+@contextmanager
+def _store() -> Iterator[DynamoKeyStore]:
     settings = Settings.from_env()
-    return DynamoKeyStore(dynamodb_client(settings), settings.api_keys_table)
+    client = dynamodb_client(settings)
+    try:
+        yield DynamoKeyStore(client, settings.api_keys_table)
+    finally:
+        client.close()
 
 
 def _create(args: argparse.Namespace) -> int:
-    store, now_ms = _store(), SystemClock().now_ms()
+    now_ms = SystemClock().now_ms()
     scopes = tuple(s.strip() for s in args.scopes.split(",") if s.strip())
     unknown = set(scopes) - set(ALL_SCOPES)
-    if unknown:
-        raise SystemExit(f"unknown scopes: {sorted(unknown)}; known: {list(ALL_SCOPES)}")
-    record, api_key = mint_key(args.tenant, now_ms, scopes)
-    store.put_key(record)
+    if unknown or not scopes:
+        raise SystemExit(f"unknown or no scopes: {sorted(unknown)}; known: {list(ALL_SCOPES)}")
+    record, api_key = mint_key(args.tenant, now_ms, scopes, args.rate_limit_per_s)
     secret = new_signing_secret()
-    created = store.put_signing_secrets(args.tenant, SigningSecrets(secret), now_ms, only_if_missing=True)
+    with _store() as store:
+        store.put_key(record)
+        created = store.put_signing_secrets(args.tenant, SigningSecrets(secret), now_ms, only_if_missing=True)
     result = {
         "key_id": record.key_id,
         "tenant": record.tenant,
         "scopes": list(scopes),
+        "rate_limit_per_s": record.rate_limit_per_s,
         "api_key": api_key,
         # A tenant's signing secret is printed once, when its first key is created.
         "signing_secret": secret if created else None,
@@ -90,6 +113,8 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    with _store() as store:
+        records = store.list_keys()
     rows: list[dict[str, Any]] = [
         {
             "key_id": r.key_id,
@@ -97,8 +122,9 @@ def _list(args: argparse.Namespace) -> int:
             "scopes": list(r.scopes),
             "created_ms": r.created_ms,
             "revoked_ms": r.revoked_ms,
+            "rate_limit_per_s": r.rate_limit_per_s,
         }
-        for r in _store().list_keys()
+        for r in records
     ]
     if args.json:
         print(json.dumps(rows))
@@ -110,21 +136,27 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    _store().revoke_key(args.key_id, SystemClock().now_ms())
-    print(f"revoked {args.key_id}")
+    try:
+        with _store() as store:
+            store.revoke_key(args.key_id, SystemClock().now_ms())
+    except NotFound:
+        print(f"no key {args.key_id}", file=sys.stderr)
+        return 1
+    print(f"revoked {args.key_id} (warm API instances may accept it for up to {KEY_CACHE_TTL_MS // 1000} s)")
     return 0
 
 
 def _rotate(args: argparse.Namespace) -> int:
-    store, now_ms = _store(), SystemClock().now_ms()
-    current = store.get_signing_secrets(args.tenant)
+    now_ms = SystemClock().now_ms()
     fresh = new_signing_secret()
-    previous = current.current if current else None
-    store.put_signing_secrets(
-        args.tenant,
-        SigningSecrets(fresh, previous, now_ms + args.overlap_s * 1000 if previous else None),
-        now_ms,
-    )
+    with _store() as store:
+        current = store.get_signing_secrets(args.tenant)
+        previous = current.current if current else None
+        store.put_signing_secrets(
+            args.tenant,
+            SigningSecrets(fresh, previous, now_ms + args.overlap_s * 1000 if previous else None),
+            now_ms,
+        )
     print(f"new signing secret: {fresh}   (shown once)")
     if previous:
         print(f"callbacks carry both signatures for {args.overlap_s} s; then only the new one")

@@ -1,35 +1,57 @@
-"""Job routes: submit, get, and the executions of a job."""
+"""Job routes: submit (one or a batch), list, get, cancel, the executions of a job, replay."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from pydantic import ValidationError
 
 from hookline.api.context import container
-from hookline.api.views import ExecutionView, JobView
-from hookline.auth import Principal
-from hookline.errors import Forbidden
-from hookline.models import JobRequest
+from hookline.api.errors import error_responses
+from hookline.api.gate import principal
+from hookline.api.pagination import decode_cursor, encode_cursor
+from hookline.api.views import (
+    BatchItemResult,
+    BatchRequest,
+    BatchResultView,
+    ErrorDetail,
+    ExecutionsView,
+    ExecutionView,
+    JobPageView,
+    JobView,
+)
+from hookline.errors import HooklineError
+from hookline.models import JobRequest, JobStatus
 
 router = Router()
 
-JobId = Annotated[str, Path(min_length=1, max_length=64)]
+JobId = Annotated[str, Path(min_length=1, max_length=64, description="The job id.")]
+Limit = Annotated[int, Query(ge=1, le=100, description="Page size (at most 100).")]
+Cursor = Annotated[str | None, Query(max_length=512, description="The `next` token of the previous page.")]
+# Read routes fail open when Redis is down (they read DynamoDB only); see README, "API".
+_READ_ERRORS = error_responses(401, 403, 422, 429, 503)
 
 
-def principal(scope: str) -> Principal:
-    """Authenticates the current request and checks it holds scope."""
-    header = router.current_event.get_header_value("Authorization", case_sensitive=False) or ""
-    token = header[7:].strip() if header.lower().startswith("bearer ") else None
-    found = container().authenticator.authenticate(token)
-    if scope not in found.scopes:
-        raise Forbidden(f"this key lacks the {scope} scope")
-    return found
+def ok_response(model: type[Any], description: str, status: int = 200) -> dict[int, Any]:
+    """Returns the OpenAPI response entry of a successful answer with model as its body."""
+    return {
+        status: {"description": description, "content": {content_types.APPLICATION_JSON: {"model": model}}}
+    }
 
 
-@router.post("/v1/jobs", summary="Submit a job", tags=["jobs"])
+@router.post(
+    "/v1/jobs",
+    summary="Submit a job",
+    tags=["jobs"],
+    responses={
+        **ok_response(JobView, "Created", 201),
+        **ok_response(JobView, "An idempotent repeat: the job the first request created"),
+        **error_responses(401, 403, 409, 413, 415, 422, 429, 503),
+    },
+)
 def submit_job(request: JobRequest) -> Response[JobView]:
     """Stores a job and schedules its callback; an idempotent repeat returns the first job with 200."""
     who = principal("jobs:write")
@@ -41,17 +63,111 @@ def submit_job(request: JobRequest) -> Response[JobView]:
     )
 
 
-@router.get("/v1/jobs/<job_id>", summary="Get a job", tags=["jobs"])
+@router.post(
+    "/v1/jobs/batch",
+    summary="Submit up to 100 jobs",
+    tags=["jobs"],
+    responses={
+        **ok_response(BatchResultView, "One result per item"),
+        **error_responses(401, 403, 413, 415, 422, 429, 503),
+    },
+)
+def submit_batch(batch: BatchRequest) -> BatchResultView:
+    """Submits each item on its own: one invalid or conflicting item does not stop the others."""
+    who = principal("jobs:write")
+    submitter = container().submitter
+    results = []
+    for index, item in enumerate(batch.jobs):
+        try:
+            result = submitter.submit(who.tenant, JobRequest.model_validate(item))
+        except ValidationError as error:
+            details = [
+                {"field": ".".join(str(part) for part in e["loc"]), "message": e["msg"], "type": e["type"]}
+                for e in error.errors(include_url=False, include_context=False, include_input=False)
+            ]
+            error_detail = ErrorDetail(
+                code="validation_error", message="the job is not valid", details=details
+            )
+            results.append(BatchItemResult(index=index, status=422, error=error_detail))
+            continue
+        except HooklineError as error:
+            detail = ErrorDetail(code=error.code, message=str(error))
+            results.append(BatchItemResult(index=index, status=error.http_status, error=detail))
+            continue
+        status = 201 if result.created else 200
+        results.append(BatchItemResult(index=index, status=status, job=JobView.of(result.job)))
+    return BatchResultView(results=results)
+
+
+@router.get(
+    "/v1/jobs",
+    summary="List jobs, newest first",
+    tags=["jobs"],
+    responses={**ok_response(JobPageView, "A page of jobs"), **_READ_ERRORS},
+)
+def list_jobs(
+    status: Annotated[JobStatus | None, Query()] = None, limit: Limit = 50, cursor: Cursor = None
+) -> JobPageView:
+    """Returns a page of the caller's jobs, optionally only those in one status."""
+    who = principal("jobs:read")
+    page = container().manager.list_jobs(who.tenant, status, decode_cursor(cursor), limit)
+    return JobPageView(jobs=[JobView.of(job) for job in page.jobs], next=encode_cursor(page.after_job_id))
+
+
+@router.get(
+    "/v1/jobs/<job_id>",
+    summary="Get a job",
+    tags=["jobs"],
+    responses={**ok_response(JobView, "The job"), **error_responses(401, 403, 404, 422, 429, 503)},
+)
 def get_job(job_id: JobId) -> JobView:
     """Returns one of the caller's jobs (another tenant's id is not found)."""
     who = principal("jobs:read")
     return JobView.of(container().jobs.get(who.tenant, job_id))
 
 
-@router.get("/v1/jobs/<job_id>/executions", summary="List a job's attempts", tags=["jobs"])
-def job_executions(job_id: JobId) -> dict[str, list[ExecutionView]]:
+@router.delete(
+    "/v1/jobs/<job_id>",
+    summary="Cancel a job that has not started",
+    tags=["jobs"],
+    responses={
+        **ok_response(JobView, "The cancelled job"),
+        **error_responses(401, 403, 404, 409, 422, 429, 503),
+    },
+)
+def cancel_job(job_id: JobId) -> JobView:
+    """Cancels a scheduled job; a running or finished job answers 409."""
+    who = principal("jobs:write")
+    return JobView.of(container().manager.cancel(who.tenant, job_id))
+
+
+@router.get(
+    "/v1/jobs/<job_id>/executions",
+    summary="List a job's attempts",
+    tags=["jobs"],
+    responses={
+        **ok_response(ExecutionsView, "Every attempt, oldest first"),
+        **error_responses(401, 403, 404, 422, 429, 503),
+    },
+)
+def job_executions(job_id: JobId) -> ExecutionsView:
     """Returns every attempt of one of the caller's jobs, oldest first."""
     who = principal("jobs:read")
     jobs = container().jobs
     jobs.get(who.tenant, job_id)  # 404 for an unknown or foreign id, even if it had executions
-    return {"executions": [ExecutionView.of(e) for e in jobs.executions(who.tenant, job_id)]}
+    return ExecutionsView(executions=[ExecutionView.of(e) for e in jobs.executions(who.tenant, job_id)])
+
+
+@router.post(
+    "/v1/jobs/<job_id>/replay",
+    summary="Replay a dead job",
+    tags=["jobs"],
+    responses={
+        **ok_response(JobView, "The job, scheduled again"),
+        **error_responses(401, 403, 404, 409, 422, 429, 503),
+    },
+)
+def replay_job(job_id: JobId) -> JobView:
+    """Schedules a dead job again, due now, with a new generation and a fresh attempt budget."""
+    who = principal("jobs:write")
+    return JobView.of(container().manager.replay(who.tenant, job_id))

@@ -1,7 +1,164 @@
-"""Schedule (cron) routes; filled in by the cron work, included by the API function already."""
+"""Schedule (cron) routes: create, list, get (with its next fire times), change, delete, its jobs."""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from pydantic import BaseModel, Field
+
+from hookline.api.context import container
+from hookline.api.errors import error_responses
+from hookline.api.gate import principal
+from hookline.api.pagination import decode_cursor, encode_cursor
+from hookline.api.views import JobView, rfc3339
+from hookline.cron.schedule import Schedule, ScheduleRequest, ScheduleUpdate
 
 router = Router()
+
+NEXT_FIRE_TIMES = 5
+ScheduleId = Annotated[str, Path(min_length=1, max_length=64, description="The schedule id.")]
+Limit = Annotated[int, Query(ge=1, le=100, description="Page size (at most 100).")]
+Cursor = Annotated[str | None, Query(max_length=512, description="The `next` token of the previous page.")]
+_READ_ERRORS = error_responses(401, 403, 404, 422, 429, 503)
+_WRITE_ERRORS = error_responses(401, 403, 404, 409, 413, 415, 422, 429, 503)
+
+
+class ScheduleView(BaseModel):
+    """A schedule as the API shows it."""
+
+    id: str
+    expression: str
+    timezone: str
+    job: dict[str, Any]
+    catch_up: str
+    paused: bool
+    version: int
+    start_at: str | None = None
+    end_at: str | None = None
+    created_at: str | None
+    updated_at: str | None
+    next_fire_times: list[str] | None = Field(
+        default=None, description="The next occurrences (RFC 3339 UTC); only when getting one schedule."
+    )
+
+    @classmethod
+    def of(cls, schedule: Schedule, next_fire_ms: list[int] | None = None) -> ScheduleView:
+        """Returns the view of a schedule, with its next fire times when given."""
+        return cls(
+            id=schedule.schedule_id,
+            expression=schedule.expression,
+            timezone=schedule.timezone,
+            job=schedule.job,
+            catch_up=schedule.catch_up.value,
+            paused=schedule.paused,
+            version=schedule.version,
+            start_at=rfc3339(schedule.start_ms),
+            end_at=rfc3339(schedule.end_ms),
+            created_at=rfc3339(schedule.created_ms),
+            updated_at=rfc3339(schedule.updated_ms),
+            next_fire_times=None if next_fire_ms is None else [str(rfc3339(ms)) for ms in next_fire_ms],
+        )
+
+
+class SchedulePageView(BaseModel):
+    """One page of schedules, newest first; pass `next` back as `cursor` for the following page."""
+
+    schedules: list[ScheduleView]
+    next: str | None
+
+
+class ScheduleJobsView(BaseModel):
+    """One page of the jobs a schedule created, newest occurrence first."""
+
+    jobs: list[JobView]
+    next: str | None
+
+
+def _ok(model: type[Any], description: str, status: int = 200) -> dict[int, Any]:
+    return {
+        status: {"description": description, "content": {content_types.APPLICATION_JSON: {"model": model}}}
+    }
+
+
+@router.post(
+    "/v1/schedules",
+    summary="Create a cron schedule",
+    tags=["schedules"],
+    responses={**_ok(ScheduleView, "Created", 201), **_WRITE_ERRORS},
+)
+def create_schedule(request: ScheduleRequest) -> Response[ScheduleView]:
+    """Stores a schedule; each occurrence will create one job from its template."""
+    who = principal("schedules:write")
+    schedule = container().schedules.create(who.tenant, request)
+    return Response(
+        status_code=201, content_type=content_types.APPLICATION_JSON, body=ScheduleView.of(schedule)
+    )
+
+
+@router.get(
+    "/v1/schedules",
+    summary="List schedules, newest first",
+    tags=["schedules"],
+    responses={**_ok(SchedulePageView, "A page of schedules"), **_READ_ERRORS},
+)
+def list_schedules(limit: Limit = 50, cursor: Cursor = None) -> SchedulePageView:
+    """Returns a page of the caller's schedules."""
+    who = principal("schedules:read")
+    schedules, after = container().schedules.list_page(who.tenant, decode_cursor(cursor), limit)
+    return SchedulePageView(schedules=[ScheduleView.of(s) for s in schedules], next=encode_cursor(after))
+
+
+@router.get(
+    "/v1/schedules/<schedule_id>",
+    summary="Get a schedule and its next fire times",
+    tags=["schedules"],
+    responses={**_ok(ScheduleView, "The schedule"), **_READ_ERRORS},
+)
+def get_schedule(schedule_id: ScheduleId) -> ScheduleView:
+    """Returns one of the caller's schedules with its next five occurrences (none while paused)."""
+    who = principal("schedules:read")
+    current = container()
+    schedule = current.schedules.get(who.tenant, schedule_id)
+    upcoming = [] if schedule.paused else schedule.upcoming(current.clock.now_ms(), NEXT_FIRE_TIMES)
+    return ScheduleView.of(schedule, upcoming)
+
+
+@router.patch(
+    "/v1/schedules/<schedule_id>",
+    summary="Change, pause or resume a schedule",
+    tags=["schedules"],
+    responses={**_ok(ScheduleView, "The changed schedule"), **_WRITE_ERRORS},
+)
+def update_schedule(schedule_id: ScheduleId, update: ScheduleUpdate) -> ScheduleView:
+    """Applies a change as a new version; occurrences then follow the new settings from now on."""
+    who = principal("schedules:write")
+    return ScheduleView.of(container().schedules.update(who.tenant, schedule_id, update))
+
+
+@router.delete(
+    "/v1/schedules/<schedule_id>",
+    summary="Delete a schedule",
+    tags=["schedules"],
+    responses={204: {"description": "Deleted"}, **_READ_ERRORS},
+)
+def delete_schedule(schedule_id: ScheduleId) -> Response[str]:
+    """Deletes a schedule; the jobs it already created stay."""
+    who = principal("schedules:write")
+    container().schedules.delete(who.tenant, schedule_id)
+    return Response(status_code=204, content_type=content_types.APPLICATION_JSON, body="")
+
+
+@router.get(
+    "/v1/schedules/<schedule_id>/jobs",
+    summary="List the jobs a schedule created",
+    tags=["schedules"],
+    responses={**_ok(ScheduleJobsView, "A page of jobs"), **_READ_ERRORS},
+)
+def schedule_jobs(schedule_id: ScheduleId, limit: Limit = 50, cursor: Cursor = None) -> ScheduleJobsView:
+    """Returns a page of the jobs one of the caller's schedules created, newest occurrence first."""
+    who = principal("schedules:read")
+    jobs, after = container().schedules.instances(who.tenant, schedule_id, decode_cursor(cursor), limit)
+    return ScheduleJobsView(jobs=[JobView.of(job) for job in jobs], next=encode_cursor(after))

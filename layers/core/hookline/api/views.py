@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hookline.models import Execution, Job
 
@@ -52,7 +52,7 @@ class JobView(BaseModel):
             headers=job.headers,
             body=job.body,
             run_at=rfc3339(job.due_ms),
-            attempt=job.attempt,
+            attempt=job.run_attempt,
             max_attempts=job.max_attempts,
             timeout_s=job.timeout_ms / 1000,
             created_at=rfc3339(job.created_ms),
@@ -91,6 +91,94 @@ class ExecutionView(BaseModel):
             error_message=execution.error_message,
             response_preview=execution.response_preview,
         )
+
+
+class JobPageView(BaseModel):
+    """One page of jobs, newest first; pass `next` back as `cursor` for the following page."""
+
+    jobs: list[JobView]
+    next: str | None = Field(description="Opaque token for the next page; null on the last page.")
+
+
+class ExecutionsView(BaseModel):
+    """Every attempt of a job, oldest first."""
+
+    executions: list[ExecutionView]
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong: a machine-readable code, a message and per-field details."""
+
+    code: str
+    message: str
+    details: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ErrorEnvelope(BaseModel):
+    """The one shape of every error answer."""
+
+    error: ErrorDetail
+
+
+class BatchRequest(BaseModel):
+    """Up to 100 jobs to submit in one request; each is checked and stored on its own."""
+
+    jobs: list[dict[str, Any]] = Field(
+        min_length=1, max_length=100, description="Each item has the fields of POST /v1/jobs."
+    )
+
+
+class BatchItemResult(BaseModel):
+    """The outcome of one batch item: the status it would have had alone, and the job or the error."""
+
+    index: int
+    status: int
+    job: JobView | None = None
+    error: ErrorDetail | None = None
+
+
+class BatchResultView(BaseModel):
+    """One result per submitted item, in request order."""
+
+    results: list[BatchItemResult]
+
+
+class DeadLetterReplayRequest(BaseModel):
+    """Which dead jobs to replay: the given ids, or (all) up to 100 of the newest."""
+
+    model_config = ConfigDict(extra="forbid")
+    ids: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
+        default=None, min_length=1, max_length=100
+    )
+    all: bool = False
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> DeadLetterReplayRequest:
+        if (self.ids is None) == (not self.all):
+            raise ValueError("give exactly one of ids or all: true")
+        return self
+
+
+class ReplayFailureView(BaseModel):
+    """A job a bulk replay left alone, and why."""
+
+    id: str
+    error: ErrorDetail
+
+
+class DeadLetterReplayView(BaseModel):
+    """What a bulk replay did; while `more` is true, more dead jobs may remain: call again."""
+
+    replayed: list[JobView]
+    failed: list[ReplayFailureView]
+    more: bool
+
+
+class HealthView(BaseModel):
+    """Each dependency's state."""
+
+    status: str
+    checks: dict[str, str]
 
 
 def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:

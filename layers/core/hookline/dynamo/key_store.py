@@ -25,6 +25,7 @@ class KeyRecord:
     scopes: tuple[str, ...]
     created_ms: int
     revoked_ms: int | None = None
+    rate_limit_per_s: int | None = None  # API requests per second; None: the deployment's default
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class DynamoKeyStore:
                     "secret_sha256": record.secret_sha256,
                     "scopes": list(record.scopes),
                     "created_ms": record.created_ms,
+                    "rate_limit_per_s": record.rate_limit_per_s,
                 }
             ),
             ConditionExpression=KEY_IS_NEW,
@@ -162,4 +164,5 @@ def _record(values: dict[str, Any]) -> KeyRecord:
         scopes=tuple(values.get("scopes", [])),
         created_ms=values["created_ms"],
         revoked_ms=values.get("revoked_ms"),
+        rate_limit_per_s=values.get("rate_limit_per_s"),
     )

@@ -1,0 +1,217 @@
+"""What every request passes before routing: its request id, the API key, the key's rate, body checks.
+
+Powertools validates a body before any middleware runs, so these checks run here, in front of the resolver:
+an anonymous caller learns nothing from validation errors, and an oversized or non-JSON body is refused
+before it is parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import redis
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hookline import redis_keys
+from hookline.api.context import container
+from hookline.api.errors import failure_response
+from hookline.auth import Principal
+from hookline.errors import Forbidden, HooklineError, InvalidRequest, RateLimited, Unauthorized
+
+logger = logging.getLogger(__name__)
+
+REQUEST_ID_HEADER = "X-Request-Id"
+PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json", "/docs"})
+# One job's payload may be 256 KiB (constants.MAX_BODY_BYTES); JSON escaping can double it, hence 1 MiB.
+MAX_REQUEST_BYTES = 1024 * 1024
+# A batch of 100 jobs; Lambda refuses synchronous payloads over 6 MB (API Gateway itself allows 10 MB).
+MAX_BATCH_REQUEST_BYTES = 5 * 1024 * 1024
+BATCH_PATH = "/v1/jobs/batch"
+RATE_WINDOW_MS = 1000
+# Deeper JSON is refused: pydantic stops serialising at a lower depth than the parser's recursion limit.
+MAX_JSON_DEPTH = 64
+_METHODS_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
+
+_principal: ContextVar[Principal | None] = ContextVar("principal", default=None)
+
+
+class PayloadTooLarge(HooklineError):
+    """The request body is over the limit."""
+
+    code = "payload_too_large"
+    http_status = 413
+
+
+class UnsupportedMediaType(HooklineError):
+    """The request body is not declared as JSON."""
+
+    code = "unsupported_media_type"
+    http_status = 415
+
+
+def handle(
+    app: APIGatewayRestResolver, event: dict[str, Any], lambda_context: LambdaContext
+) -> dict[str, Any]:
+    """Checks one API Gateway proxy event, routes it, and tags the answer with the request id."""
+    request_id = _request_id(event)
+    try:
+        with _acting_for(_admit(event)):
+            response = app.resolve(event, lambda_context)
+    except Exception as error:
+        # Authentication reads DynamoDB before routing: its failures, too, answer in the envelope.
+        response = _proxy_response(failure_response(error))
+    return _with_header(response, REQUEST_ID_HEADER, request_id)
+
+
+def principal(scope: str) -> Principal:
+    """Returns who the current request acts for, after checking its key holds scope."""
+    found = _principal.get()
+    if found is None:
+        # Only a caller that skipped handle() (resolving events itself) gets here: it proved nothing.
+        raise Unauthorized("missing or invalid API key")
+    if scope not in found.scopes:
+        raise Forbidden(f"this key lacks the {scope} scope")
+    return found
+
+
+@contextmanager
+def _acting_for(found: Principal | None) -> Iterator[None]:
+    token = _principal.set(found)
+    try:
+        yield
+    finally:
+        _principal.reset(token)
+
+
+def _admit(event: Mapping[str, Any]) -> Principal | None:
+    """Authenticates, rate-limits and checks the body; returns None for public routes."""
+    path = str(event.get("path") or "/")
+    found = None
+    if path not in PUBLIC_PATHS:
+        found = container().authenticator.authenticate(_bearer(_headers(event)))
+        _check_rate(found)
+    _check_body(event, path)
+    return found
+
+
+def _headers(event: Mapping[str, Any]) -> dict[str, str]:
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    for name, values in (event.get("multiValueHeaders") or {}).items():
+        if values and str(name).lower() not in headers:
+            headers[str(name).lower()] = str(values[-1])
+    return headers
+
+
+def _bearer(headers: Mapping[str, str]) -> str | None:
+    value = headers.get("authorization", "")
+    return value[7:].strip() if value[:7].lower() == "bearer " else None
+
+
+def _check_rate(found: Principal) -> None:
+    """Admits one request for the key or raises RateLimited; fails open when Redis is unreachable."""
+    current = container()
+    limit = found.rate_limit_per_s or current.settings.api_rate_limit_per_s
+    now_ms = current.clock.now_ms()
+    try:
+        verdict = current.index.admit_rate(
+            redis_keys.api_rate_key(found.key_id), now_ms, limit, RATE_WINDOW_MS, uuid.uuid4().hex
+        )
+    except redis.RedisError:
+        # Fail open: every route's state lives in DynamoDB, which throttles on its own; refusing all
+        # traffic because the limiter is down would turn a Redis outage into an API outage.
+        logger.warning("API rate limiter unavailable; admitting the request", exc_info=True)
+        current.metrics.count("ApiRateLimiterUnavailable")
+        return
+    if not verdict.admitted:
+        retry_after_s = max(1, math.ceil((verdict.retry_at_ms - now_ms) / 1000))
+        raise RateLimited(f"over {limit} requests per second for this key", retry_after_s)
+
+
+def _check_body(event: Mapping[str, Any], path: str) -> None:
+    body = event.get("body") or ""
+    if not body:
+        return
+    size = len(body) * 3 // 4 if event.get("isBase64Encoded") else len(str(body).encode())
+    limit = MAX_BATCH_REQUEST_BYTES if path == BATCH_PATH else MAX_REQUEST_BYTES
+    if size > limit:
+        raise PayloadTooLarge(f"the request body exceeds {limit} bytes")
+    method = str(event.get("httpMethod") or "").upper()
+    media_type = _headers(event).get("content-type", "").split(";")[0].strip().lower()
+    if method in _METHODS_WITH_BODY and not _is_json(media_type):
+        raise UnsupportedMediaType("send the body as application/json")
+    if not event.get("isBase64Encoded"):
+        _check_text(str(body))
+
+
+def _check_text(body: str) -> None:
+    """Refuses JSON that parses but cannot be handled: unpaired surrogate escapes, or deep nesting.
+
+    `"\\ud800"` is valid JSON but not Unicode text, so no store could encode it; and the serialisers
+    downstream give up on deep nesting. Either would otherwise fail deep inside, as a 500.
+    """
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return  # not JSON at all: the resolver's validation names the error
+    except RecursionError as error:
+        raise InvalidRequest(f"the body nests deeper than {MAX_JSON_DEPTH} levels") from error
+    if _depth(parsed) > MAX_JSON_DEPTH:
+        raise InvalidRequest(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        json.dumps(parsed, ensure_ascii=False).encode()
+    except UnicodeEncodeError as error:
+        raise InvalidRequest("the body holds an unpaired UTF-16 surrogate escape") from error
+
+
+def _depth(value: Any) -> int:
+    """Returns how deeply arrays and objects nest in a parsed JSON value (iteratively: no recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _is_json(media_type: str) -> bool:
+    return media_type == "application/json" or (
+        media_type.startswith("application/") and media_type.endswith("+json")
+    )
+
+
+def _request_id(event: Mapping[str, Any]) -> str:
+    context = event.get("requestContext") or {}
+    request_id = context.get("requestId") if isinstance(context, Mapping) else None
+    return str(request_id) if request_id else uuid.uuid4().hex
+
+
+def _proxy_response(response: Response[str]) -> dict[str, Any]:
+    headers = {
+        name: [str(v) for v in (value if isinstance(value, list) else [value])]
+        for name, value in response.headers.items()
+    }
+    return {
+        "statusCode": response.status_code,
+        "multiValueHeaders": headers,
+        "body": response.body if isinstance(response.body, str) else json.dumps(response.body),
+        "isBase64Encoded": False,
+    }
+
+
+def _with_header(response: dict[str, Any], name: str, value: str) -> dict[str, Any]:
+    if "multiValueHeaders" in response:
+        response["multiValueHeaders"] = {**(response["multiValueHeaders"] or {}), name: [value]}
+    else:
+        response["headers"] = {**(response.get("headers") or {}), name: value}
+    return response

@@ -1,0 +1,105 @@
+"""Health and documentation routes: /healthz, /openapi.json and the Swagger UI at /docs (no API key)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi import swagger_ui
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.swagger_ui.html import generate_swagger_html
+
+from hookline.api.context import container
+from hookline.api.errors import error_response
+from hookline.api.views import ErrorEnvelope, HealthView
+
+logger = logging.getLogger(__name__)
+
+router = Router()
+
+TITLE = "Hookline API"
+VERSION = "1.0.0"
+DESCRIPTION = (
+    "Schedule HTTP callbacks. Authenticate with `Authorization: Bearer hl_<key id>_<secret>`. "
+    'Every error answers `{"error": {"code", "message", "details"}}` with an `X-Request-Id` header.'
+)
+_SECURITY_SCHEMES: dict[str, Any] = {"bearer": HTTPBearer(bearerFormat="hl_<key id>_<secret>")}
+
+
+@router.get(
+    "/healthz",
+    summary="Check Redis and DynamoDB",
+    tags=["health"],
+    security=[{}],  # an empty requirement: no key needed (an empty list would inherit the bearer one)
+    responses={
+        200: {
+            "description": "Both answer",
+            "content": {content_types.APPLICATION_JSON: {"model": HealthView}},
+        },
+        503: {
+            "description": "One of them does not; details name it",
+            "content": {content_types.APPLICATION_JSON: {"model": ErrorEnvelope}},
+        },
+    },
+)
+def health() -> Response[str]:
+    """Answers 200 when Redis and DynamoDB both answer, else 503 naming each one that failed."""
+    current = container()
+    checks: dict[str, Callable[[], object]] = {"redis": current.redis.ping, "dynamodb": current.jobs.check}
+    failed = []
+    for name, check in checks.items():
+        try:
+            check()
+        except Exception as error:
+            logger.warning("health check failed", extra={"dependency": name, "error": repr(error)})
+            failed.append(name)
+    if failed:
+        details = [{"dependency": name, "status": "unavailable"} for name in failed]
+        return error_response(503, "dependency_unavailable", f"unavailable: {', '.join(failed)}", details)
+    body = HealthView(status="ok", checks=dict.fromkeys(checks, "ok"))
+    return Response(200, content_types.APPLICATION_JSON, body.model_dump_json())
+
+
+def openapi_document(app: APIGatewayRestResolver) -> str:
+    """Returns the OpenAPI document of app's routes as JSON."""
+    return app.get_openapi_json_schema(
+        title=TITLE,
+        version=VERSION,
+        description=DESCRIPTION,
+        security_schemes=_SECURITY_SCHEMES,
+        security=[{"bearer": []}],
+    )
+
+
+@cache
+def _swagger_assets() -> tuple[str, str]:
+    """Returns Powertools' bundled Swagger UI script and style sheet, read once per process."""
+    folder = Path(swagger_ui.__file__).parent
+    return (
+        (folder / "swagger-ui-bundle.min.js").read_text(encoding="utf-8"),
+        (folder / "swagger-ui.min.css").read_text(encoding="utf-8"),
+    )
+
+
+def enable_docs(app: APIGatewayRestResolver) -> None:
+    """Serves the OpenAPI document at /openapi.json and the Swagger UI at /docs.
+
+    Not app.enable_swagger(): it re-reads (and leaks the handles of) 1.5 MB of assets on every request.
+    """
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def _openapi() -> Response[str]:
+        return Response(200, content_types.APPLICATION_JSON, openapi_document(app))
+
+    @app.get("/docs", include_in_schema=False)
+    def _docs() -> Response[str]:
+        script, style = _swagger_assets()
+        # "</" inside the inlined JSON would end the <script> element early.
+        spec = openapi_document(app).replace("</", "<\\/")
+        html = generate_swagger_html(spec, script, style, swagger_base_url="", oauth2_config=None)
+        return Response(200, "text/html; charset=utf-8", html)

@@ -1,0 +1,114 @@
+"""Administering a tenant's jobs: list, cancel, replay one dead job, replay dead letters in batches."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from hookline.clock import Clock
+from hookline.errors import Conflict, HooklineError, StaleState
+from hookline.models import Job, JobStatus
+from hookline.ports import JobAdminStore, LiveIndex, MetricsSink
+
+logger = logging.getLogger(__name__)
+
+# One replay request changes at most this many jobs; a caller loops while `more` is true.
+MAX_REPLAY_BATCH = 100
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of a listing, and the job id to continue after (None on the last page)."""
+
+    jobs: list[Job]
+    after_job_id: str | None
+
+
+@dataclass(frozen=True)
+class ReplayFailure:
+    """A job a bulk replay could not replay, and why."""
+
+    job_id: str
+    error: HooklineError
+
+
+@dataclass(frozen=True)
+class BulkReplay:
+    """What a bulk replay did; `more` tells that dead jobs beyond the batch may remain."""
+
+    replayed: list[Job] = field(default_factory=list)
+    failed: list[ReplayFailure] = field(default_factory=list)
+    more: bool = False
+
+
+class JobManager:
+    """Reads and changes a tenant's jobs: DynamoDB decides, Redis follows (and is rebuilt if it cannot)."""
+
+    def __init__(
+        self,
+        store: JobAdminStore,
+        index: LiveIndex,
+        clock: Clock,
+        metrics: MetricsSink,
+        replay_batch: int = MAX_REPLAY_BATCH,
+    ) -> None:
+        self._store = store
+        self._index = index
+        self._clock = clock
+        self._metrics = metrics
+        self._replay_batch = replay_batch
+
+    def list_jobs(
+        self, tenant: str, status: JobStatus | None, after_job_id: str | None, limit: int
+    ) -> JobPage:
+        """Returns one page of the tenant's jobs, newest first."""
+        jobs, after = self._store.list_jobs(tenant, status, after_job_id, limit)
+        return JobPage(jobs, after)
+
+    def cancel(self, tenant: str, job_id: str) -> Job:
+        """Cancels a job that has not started; raises NotFound, or Conflict when it is past that point."""
+        now_ms = self._clock.now_ms()
+        try:
+            before = self._store.cancel(tenant, job_id, now_ms)
+        except StaleState as error:
+            raise Conflict(str(error)) from error
+        try:
+            self._index.unindex(before.member(), before.shard)
+        except Exception:
+            # Harmless: the promoter still moves the member, and the executor's claim drops it as stale.
+            logger.exception("could not unindex a cancelled job", extra={"job_id": job_id})
+        self._metrics.count("Cancelled")
+        return before.with_changes(status=JobStatus.CANCELLED, updated_ms=now_ms)
+
+    def replay(self, tenant: str, job_id: str) -> Job:
+        """Schedules a dead job again, due now; raises NotFound, or Conflict when it is not dead."""
+        # The shard is fixed at creation, so reading it before the conditional write cannot race.
+        shard = self._store.get(tenant, job_id).shard
+        now_ms = self._clock.now_ms()
+        try:
+            job = self._store.replay(tenant, job_id, shard, now_ms)
+        except StaleState as error:
+            raise Conflict(str(error)) from error
+        try:
+            self._index.index(job.member(), job.shard, job.due_ms, now_ms)
+        except Exception:
+            # DynamoDB holds the job as live: the reaper's reconciliation indexes it once Redis answers.
+            logger.exception("indexing a replayed job failed", extra={"job_id": job_id})
+            self._metrics.count("IndexFailed")
+        self._metrics.count("Replayed")
+        return job
+
+    def replay_dead(self, tenant: str, job_ids: list[str] | None) -> BulkReplay:
+        """Replays the given jobs, or (job_ids None) one batch of dead jobs, newest first."""
+        more = False
+        if job_ids is None:
+            page = self.list_jobs(tenant, JobStatus.DEAD, None, self._replay_batch)
+            job_ids, more = [job.job_id for job in page.jobs], page.after_job_id is not None
+        replayed: list[Job] = []
+        failed: list[ReplayFailure] = []
+        for job_id in dict.fromkeys(job_ids[: self._replay_batch]):
+            try:
+                replayed.append(self.replay(tenant, job_id))
+            except HooklineError as error:
+                failed.append(ReplayFailure(job_id, error))
+        return BulkReplay(replayed, failed, more)
