@@ -1,0 +1,1 @@
+"""Cron schedules: expressions in an IANA timezone, their fire times under explicit DST rules, the model."""
