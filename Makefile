@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: all install lint types template test test-unit test-integration clean
+.PHONY: all install lint types template test test-unit test-integration test-e2e run sam-check clean
 
 all: test
 
@@ -34,6 +34,25 @@ test-unit: $(STAMP)
 
 test-integration: $(STAMP)
 	$(BIN)/pytest tests/integration
+
+test-e2e: $(STAMP)  ## the local stack driven over HTTP, as `make run` starts it
+	$(BIN)/pytest tests/e2e
+
+run: $(STAMP)  ## the whole stack on this machine: API on 127.0.0.1:3000, redis-server, moto, timers
+	$(BIN)/hookline dev
+
+# SAM CLI lives in its own venv: aws-sam-translator pins a pydantic that Hookline's dependencies outgrow.
+SAM_VENV := .venv-sam
+SAM := $(SAM_VENV)/bin/sam
+
+$(SAM):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/pip install --quiet aws-sam-cli
+
+sam-check: $(SAM)  ## sam validate --lint and sam build (no Docker needed); not part of `make test`
+	$(SAM) validate --lint
+	$(SAM) build
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .aws-sam

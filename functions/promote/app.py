@@ -1,4 +1,8 @@
-"""The promote function: moves due jobs onto the ready streams until its invocation is nearly over."""
+"""The promote function: moves due jobs onto the ready streams until its invocation is nearly over.
+
+Between promoter runs it reads the ready streams' backlog and fans out: it starts more executors when
+the scheduled ones fall behind (hookline.usecases.scale).
+"""
 
 from typing import Any
 
@@ -21,5 +25,5 @@ container = Container(Settings.from_env(), metrics=PowertoolsMetrics(metrics))
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Promotes due jobs in a loop (EventBridge starts one invocation a minute; overlaps are safe)."""
-    moved = container.promoter.run(deadline_ms(container.clock, context))
+    moved = container.fan_out.promote_until(container.promoter, deadline_ms(container.clock, context))
     return {"promoted": moved}

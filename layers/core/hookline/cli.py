@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from hookline.cli_dev import add_dev_commands
 from hookline.cli_keys import add_key_commands
 
 
@@ -14,6 +15,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hookline", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     add_key_commands(commands)
+    add_dev_commands(commands)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

@@ -1,0 +1,331 @@
+"""Plays API Gateway (REST API) on loopback: requests become proxy events v1, handler results responses.
+
+The event has the shape API Gateway and `sam local start-api` send to a Lambda proxy integration
+(https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html),
+so the function cannot tell the difference. Like API Gateway, a path or method that no route declares
+gets 403 {"message": "Missing Authentication Token"}, and a handler that fails or returns something that
+is not a proxy result gets 502 {"message": "Internal server error"}, and one that outlives its Timeout 504.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+logger = logging.getLogger(__name__)
+
+ACCOUNT_ID = "123456789012"
+API_ID = "local"
+MISSING_TOKEN = {"message": "Missing Authentication Token"}
+INTERNAL_ERROR = {"message": "Internal server error"}
+TIMED_OUT = {"message": "Endpoint request timed out"}
+# Hop-by-hop and framing headers: the server frames the body itself.
+_FRAMING_HEADERS = {"content-length", "transfer-encoding", "connection"}
+_PARAMETER = re.compile(r"\{([A-Za-z0-9_]+)(\+?)\}")
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """One HTTP request as the gateway received it.
+
+    Attributes:
+        method: The HTTP method, upper case.
+        target: The request target: path and query string, still percent-encoded.
+        headers: Every header line in arrival order, names as sent.
+        body: The raw body.
+        source_ip: The client's address.
+    """
+
+    method: str
+    target: str
+    headers: Sequence[tuple[str, str]] = ()
+    body: bytes = b""
+    source_ip: str = "127.0.0.1"
+
+    def header(self, name: str) -> str | None:
+        """Returns the last value of a header (case-insensitive), or None."""
+        values = [value for key, value in self.headers if key.lower() == name.lower()]
+        return values[-1] if values else None
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    """One HTTP response to write: status, header lines (Content-Length is added on writing) and body."""
+
+    status: int
+    headers: Sequence[tuple[str, str]] = ()
+    body: bytes = b""
+
+    @classmethod
+    def json(cls, status: int, document: Any, headers: Sequence[tuple[str, str]] = ()) -> HttpResponse:
+        """Returns a JSON response."""
+        return cls(status, [("Content-Type", "application/json"), *headers], json.dumps(document).encode())
+
+
+Invoke = Callable[[dict[str, Any]], Any]
+LocalRoute = Callable[[HttpRequest], HttpResponse]
+
+
+@dataclass(frozen=True)
+class ApiRoute:
+    """A template route (`Api` event): method, resource path with {parameters}, and its function."""
+
+    method: str
+    resource: str
+    invoke: Invoke
+    pattern: re.Pattern[str] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pattern", compile_resource(self.resource))
+
+    @property
+    def specificity(self) -> tuple[int, int]:
+        """Sorts literal paths before parameters and plain parameters before greedy ones, as API Gateway."""
+        greedy = "+}" in self.resource
+        return (int(greedy), self.resource.count("{"))
+
+
+def compile_resource(resource: str) -> re.Pattern[str]:
+    """Turns "/v1/jobs/{id}" into a regex with one group per parameter ("{proxy+}" spans slashes)."""
+    parts, position = [], 0
+    for match in _PARAMETER.finditer(resource):
+        parts.append(re.escape(resource[position : match.start()]))
+        name, greedy = match.groups()
+        parts.append(f"(?P<{name}>.+)" if greedy else f"(?P<{name}>[^/]+)")
+        position = match.end()
+    parts.append(re.escape(resource[position:]))
+    return re.compile("^" + "".join(parts) + "$")
+
+
+def build_event(
+    request: HttpRequest,
+    resource: str,
+    path_parameters: Mapping[str, str],
+    stage: str,
+    now_ms: int | None = None,
+    request_id: str | None = None,
+) -> dict[str, Any]:
+    """Returns the API Gateway REST proxy event (v1) for a request matched to resource."""
+    split = urlsplit(request.target)
+    path = unquote(split.path)
+    query = parse_qsl(split.query, keep_blank_values=True)
+    now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    request_id = request_id or str(uuid.uuid4())
+    multi_headers: dict[str, list[str]] = {}
+    for name, value in request.headers:
+        multi_headers.setdefault(name, []).append(value)
+    multi_query: dict[str, list[str]] = {}
+    for name, value in query:
+        multi_query.setdefault(name, []).append(value)
+    body, is_base64 = _event_body(request.body)
+    return {
+        "resource": resource,
+        "path": path,
+        "httpMethod": request.method,
+        # API Gateway keeps the last value of a repeated header or parameter here, all of them below.
+        "headers": {name: values[-1] for name, values in multi_headers.items()} or None,
+        "multiValueHeaders": multi_headers or None,
+        "queryStringParameters": {name: values[-1] for name, values in multi_query.items()} or None,
+        "multiValueQueryStringParameters": multi_query or None,
+        "pathParameters": dict(path_parameters) or None,
+        "stageVariables": None,
+        "requestContext": {
+            "accountId": ACCOUNT_ID,
+            "apiId": API_ID,
+            "domainName": request.header("Host") or "127.0.0.1",
+            "extendedRequestId": request_id,
+            "httpMethod": request.method,
+            "identity": {
+                "sourceIp": request.source_ip,
+                "userAgent": request.header("User-Agent"),
+                "accessKey": None,
+                "accountId": None,
+                "caller": None,
+                "cognitoAuthenticationProvider": None,
+                "cognitoAuthenticationType": None,
+                "cognitoIdentityId": None,
+                "cognitoIdentityPoolId": None,
+                "principalOrgId": None,
+                "user": None,
+                "userArn": None,
+            },
+            "path": f"/{stage}{path}",
+            "protocol": "HTTP/1.1",
+            "requestId": request_id,
+            "requestTime": datetime.fromtimestamp(now_ms / 1000, UTC).strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "requestTimeEpoch": now_ms,
+            "resourceId": uuid.uuid5(uuid.NAMESPACE_URL, resource).hex[:6],
+            "resourcePath": resource,
+            "stage": stage,
+        },
+        "body": body,
+        "isBase64Encoded": is_base64,
+    }
+
+
+def _event_body(body: bytes) -> tuple[str | None, bool]:
+    """Returns the event's body: text when it is UTF-8, else base64 (binary media types)."""
+    if not body:
+        return None, False
+    try:
+        return body.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), True
+
+
+def to_http_response(result: Any) -> HttpResponse:
+    """Turns a proxy integration result (statusCode, headers, multiValueHeaders, body, isBase64Encoded)
+    into a response; anything else becomes API Gateway's 502.
+    """
+    if not isinstance(result, Mapping) or not isinstance(result.get("statusCode"), int):
+        logger.error("malformed Lambda proxy response: %r", result)
+        return HttpResponse.json(502, INTERNAL_ERROR)
+    # API Gateway merges both maps; a name present in multiValueHeaders takes its values from there.
+    merged: dict[str, list[str]] = {}
+    for name, value in (result.get("headers") or {}).items():
+        merged[name] = [str(value)]
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        merged[name] = [str(value) for value in values]
+    headers = [
+        (name, value)
+        for name, values in merged.items()
+        if name.lower() not in _FRAMING_HEADERS
+        for value in values
+    ]
+    if not any(name.lower() == "content-type" for name, _ in headers):
+        headers.insert(0, ("Content-Type", "application/json"))
+    raw = result.get("body") or ""
+    body = base64.b64decode(raw) if result.get("isBase64Encoded") else str(raw).encode()
+    return HttpResponse(int(result["statusCode"]), headers, body)
+
+
+class Gateway:
+    """Routes requests to template routes (as proxy events) or to local routes (as plain requests)."""
+
+    def __init__(
+        self, routes: Sequence[ApiRoute], stage: str, local_routes: Mapping[str, LocalRoute] | None = None
+    ) -> None:
+        """Keeps the routes, most specific first.
+
+        Args:
+            routes: The template's routes.
+            stage: The stage name put in requestContext.
+            local_routes: Path prefixes served in-process for every method (the request bin).
+        """
+        self._routes = sorted(routes, key=lambda route: route.specificity)
+        self._stage = stage
+        self._local = dict(local_routes or {})
+
+    def handle(self, request: HttpRequest) -> HttpResponse:
+        """Answers one request."""
+        path = unquote(urlsplit(request.target).path)
+        for prefix, serve in self._local.items():
+            if path == prefix or path.startswith(prefix + "/"):
+                return serve(request)
+        for route in self._routes:
+            match = route.pattern.match(path)
+            if match is not None and route.method in {request.method, "ANY"}:
+                event = build_event(request, route.resource, match.groupdict(), self._stage)
+                return self._invoke(route, event)
+        # API Gateway answers an undeclared path or method this way, not with 404/405.
+        return HttpResponse.json(
+            403, MISSING_TOKEN, [("x-amzn-ErrorType", "MissingAuthenticationTokenException")]
+        )
+
+    @staticmethod
+    def _invoke(route: ApiRoute, event: dict[str, Any]) -> HttpResponse:
+        try:
+            result = route.invoke(event)
+        except TimeoutError:
+            return HttpResponse.json(504, TIMED_OUT)
+        except Exception:
+            logger.exception("%s %s: the function raised", route.method, route.resource)
+            return HttpResponse.json(502, INTERNAL_ERROR)
+        return to_http_response(result)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # The default backlog of 5 refuses connections under a burst of submits.
+    request_queue_size = 128
+    gateway: Gateway
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Ignores clients that hung up; reports anything else."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Reads one request, lets the gateway answer it, writes the answer (keep-alive HTTP/1.1)."""
+
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle's algorithm the body would wait for the client's
+    # delayed ACK (40 ms on Linux) on every keep-alive response.
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        request = HttpRequest(
+            method=self.command,
+            target=self.path,
+            headers=list(self.headers.items()),
+            body=self.rfile.read(length) if length else b"",
+            source_ip=self.client_address[0],
+        )
+        response = self.server.gateway.handle(request)
+        self.send_response(response.status)
+        for name, value in response.headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(response.body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(response.body)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Logs requests at debug level (the console is for start-up output and errors)."""
+        logger.debug("%s %s", self.address_string(), format % args)
+
+
+class GatewayServer:
+    """Serves a Gateway over HTTP on a loopback address in a background thread."""
+
+    def __init__(self, gateway: Gateway, host: str = "127.0.0.1", port: int = 3000) -> None:
+        """Binds the socket (raises OSError when the port is taken); serving starts with start()."""
+        self._server = _Server((host, port), _Handler)
+        self._server.gateway = gateway
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="gateway", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        """Returns the base URL, e.g. http://127.0.0.1:3000."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> None:
+        """Starts serving."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops serving and closes the listening socket."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+        self._server.server_close()

@@ -1,0 +1,134 @@
+"""Fan-out: starting more executors while the ready streams back up, between promoter runs.
+
+EventBridge starts one executor a minute, and one executor holds at most `executor_concurrency`
+callbacks in flight. When submits outpace that, entries wait in the ready streams; the promoter, which
+runs all the time, notices and starts more executors (async Lambda invokes in AWS, threads in the local
+stack). Nothing counts the executors already running (Lambda does not say), so the scaler bounds itself
+instead: a few launches per check, then a cool-down long enough for the new executors to start reading.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from hookline.clock import Clock
+from hookline.ports import LiveIndex, MetricsSink
+from hookline.usecases.promote import Promoter
+
+logger = logging.getLogger(__name__)
+
+# What a fan-out invocation of the execute function receives (it ignores its event, as with EventBridge).
+FAN_OUT_EVENT = {"source": "hookline.fan-out"}
+
+
+class ExecutorLauncher(Protocol):
+    """Starts executor invocations that run beside the scheduled ones."""
+
+    def launch(self, count: int) -> int:
+        """Starts up to count executors; returns how many it started."""
+        ...
+
+
+class NoLauncher:
+    """Starts nothing: where no execute function is configured (sam local, tests)."""
+
+    def launch(self, count: int) -> int:
+        """Starts nothing."""
+        return 0
+
+
+class LambdaLauncher:
+    """Starts executors as asynchronous invocations (InvocationType=Event) of the execute function."""
+
+    def __init__(self, client_factory: Callable[[], Any], function_name: str) -> None:
+        self._client_factory = client_factory
+        self._client: Any = None
+        self._function_name = function_name
+
+    def launch(self, count: int) -> int:
+        """Queues count asynchronous invocations; stops at the first refusal (throttling, permissions)."""
+        if self._client is None:
+            # Built on first use: most promoter invocations never fan out, so a cold start skips it.
+            self._client = self._client_factory()
+        payload = json.dumps(FAN_OUT_EVENT).encode()
+        for started in range(count):
+            try:
+                self._client.invoke(FunctionName=self._function_name, InvocationType="Event", Payload=payload)
+            except Exception:
+                # Fan-out is an optimisation: the scheduled executors still drain the stream.
+                logger.exception("fan-out invoke failed", extra={"function": self._function_name})
+                return started
+        return count
+
+
+@dataclass(frozen=True)
+class FanOutPolicy:
+    """When and how much the scaler fans out.
+
+    Attributes:
+        backlog_per_executor: In-flight entries that justify one more executor (two executors' worth of
+            concurrency by default: one executor's in-flight callbacks are not a backlog).
+        max_launch_per_check: At most this many executors started by one check.
+        check_interval_ms: How often the backlog is read.
+        cooldown_ms: After a launch, how long to wait before launching again, so that new executors
+            (a cold start takes seconds) get to read before they are judged insufficient.
+    """
+
+    backlog_per_executor: int = 64
+    max_launch_per_check: int = 4
+    check_interval_ms: int = 1_000
+    cooldown_ms: int = 10_000
+
+
+class ExecutorScaler:
+    """Reads the ready streams' backlog and starts executors when it is high."""
+
+    def __init__(
+        self,
+        index: LiveIndex,
+        clock: Clock,
+        shards: Sequence[int],
+        launcher: ExecutorLauncher,
+        metrics: MetricsSink,
+        policy: FanOutPolicy | None = None,
+    ) -> None:
+        self._index = index
+        self._clock = clock
+        self._shards = list(shards)
+        self._launcher = launcher
+        self._metrics = metrics
+        self._policy = policy or FanOutPolicy()
+        self._next_check_ms = 0
+
+    def backlog(self) -> int:
+        """Returns the entries in the ready streams not yet acknowledged (the in-flight ZSETs' size)."""
+        return sum(self._index.depth(shard)[1] for shard in self._shards)
+
+    def check(self) -> int:
+        """Starts executors when the backlog calls for them; returns how many were started."""
+        now_ms = self._clock.now_ms()
+        if now_ms < self._next_check_ms:
+            return 0
+        policy = self._policy
+        wanted = min(policy.max_launch_per_check, self.backlog() // policy.backlog_per_executor)
+        started = self._launcher.launch(wanted) if wanted > 0 else 0
+        self._next_check_ms = now_ms + (policy.cooldown_ms if started else policy.check_interval_ms)
+        if started:
+            self._metrics.count("ExecutorsLaunched", started)
+        return started
+
+    def promote_until(self, promoter: Promoter, deadline_ms: int) -> int:
+        """Runs the promoter until deadline_ms, checking the backlog between its runs; returns jobs moved.
+
+        The promoter's runs are cut at the check interval: a run ends at its deadline and the next tick
+        follows at once, so no due job waits longer for the split.
+        """
+        moved = 0
+        while (now_ms := self._clock.now_ms()) < deadline_ms:
+            moved += promoter.run(min(deadline_ms, now_ms + self._policy.check_interval_ms))
+            self.check()
+        return moved

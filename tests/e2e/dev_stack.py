@@ -1,0 +1,142 @@
+"""Runs `hookline dev` as a subprocess, as the README does, and reads what it prints at start-up."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+from tests.support.redis_server import free_port
+
+HOOKLINE = Path(sys.executable).parent / "hookline"
+REPO = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 40.0
+STOP_TIMEOUT_S = 15.0
+
+
+class DevStack:
+    """One `hookline dev` process on free ports, with its state (dev.env, logs) in state_dir."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.port = free_port()
+        self.api_url = f"http://127.0.0.1:{self.port}"
+        self.output_path = state_dir / "stdout.txt"
+        env = {
+            **os.environ,
+            "HOOKLINE_DEV_PORT": str(self.port),
+            "HOOKLINE_DEV_REDIS_PORT": str(free_port()),
+            "HOOKLINE_DEV_AWS_PORT": str(free_port()),
+            "HOOKLINE_DEV_DIR": str(state_dir),
+            "PYTHONUNBUFFERED": "1",
+        }
+        # The test session's own endpoint and credentials must not leak into the stack.
+        env.pop("HOOKLINE_AWS_ENDPOINT", None)
+        state_dir.mkdir(parents=True, exist_ok=True)
+        with self.output_path.open("wb") as output:
+            self.process = subprocess.Popen(
+                [str(HOOKLINE), "dev"], cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT
+            )
+        self.api_key = ""
+        self.pids: dict[str, int] = {}
+
+    @property
+    def output(self) -> str:
+        """Returns everything the stack printed so far."""
+        return self.output_path.read_text(encoding="utf-8", errors="replace")
+
+    @property
+    def env_file(self) -> Path:
+        """Returns the dev.env the stack writes."""
+        return self.state_dir / "dev.env"
+
+    def wait_ready(self) -> None:
+        """Waits for the start-up banner and reads the key and pids from it."""
+        end = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < end:
+            text = self.output
+            if "API key" in text and self.env_file.exists():
+                key = re.search(r"API key\s+(hl_\S+)", text)
+                assert key is not None, text
+                self.api_key = key.group(1)
+                self.pids = _pids(text)
+                return
+            if self.process.poll() is not None:
+                raise AssertionError(f"hookline dev exited with {self.process.returncode}:\n{text}")
+            time.sleep(0.1)
+        raise AssertionError(f"hookline dev printed no key within {START_TIMEOUT_S} s:\n{self.output}")
+
+    def cli(self, *args: str) -> str:
+        """Runs `hookline ARGS` with dev.env loaded, as the README shows; returns its stdout."""
+        command = f"set -a; . {shlex.quote(str(self.env_file))}; set +a; {shlex.quote(str(HOOKLINE))} "
+        result = subprocess.run(
+            ["bash", "-c", command + shlex.join(args)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    def stop(self, signum: int = signal.SIGINT) -> int:
+        """Sends signum and waits for the process to exit; returns its exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signum)
+        try:
+            return self.process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
+
+    def kill(self) -> None:
+        """Kills the stack and every child it printed (the last resort of a failed test)."""
+        for pid in self.pids.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=STOP_TIMEOUT_S)
+
+    def __enter__(self) -> DevStack:
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.kill()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.process.poll() is None:
+            self.kill()
+
+
+def _pids(text: str) -> dict[str, int]:
+    """Reads "(pid N)", "(redis pid N)" and "(moto pid N)" from the banner."""
+    found = {"hookline dev": int(re.search(r"running \(pid (\d+)\)", text).group(1))}  # type: ignore[union-attr]
+    for name in ("redis", "moto"):
+        match = re.search(rf"{name} pid (\d+)", text)
+        if match:
+            found[name] = int(match.group(1))
+    return found
+
+
+def process_exists(pid: int) -> bool:
+    """Tells whether a process with this id exists (a zombie counts as gone: it runs nothing)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    if status.exists():
+        return "\nState:\tZ" not in status.read_text()
+    return True

@@ -1,0 +1,139 @@
+"""The local stack, started as the README says, driven over HTTP and the CLI as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from standardwebhooks import Webhook
+
+from tests.e2e.dev_stack import DevStack, process_exists
+from tests.support.receiver import Receiver
+from tests.support.stack import wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _needs_redis_server() -> None:
+    if shutil.which("redis-server") is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is required in CI")
+        pytest.skip("redis-server is not installed")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    with DevStack(tmp_path_factory.mktemp("dev-stack")) as running:
+        yield running
+        assert running.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def tenant_key(stack: DevStack) -> dict[str, Any]:
+    """A key and signing secret made with the CLI, against the stack, as the README shows."""
+    created: dict[str, Any] = json.loads(stack.cli("keys", "create", "--tenant", "e2e", "--json"))
+    return created
+
+
+@pytest.fixture
+def api(stack: DevStack, tenant_key: dict[str, Any]) -> Iterator[httpx.Client]:
+    headers = {"Authorization": f"Bearer {tenant_key['api_key']}"}
+    with httpx.Client(base_url=stack.api_url, headers=headers, timeout=10) as client:
+        yield client
+
+
+def _job_status(api: httpx.Client, job_id: str) -> str:
+    response = api.get(f"/v1/jobs/{job_id}")
+    assert response.status_code == 200, response.text
+    status: str = response.json()["status"]
+    return status
+
+
+def test_given_cli_key_when_submitting_then_callback_arrives_signed_and_job_and_execution_read_back(
+    api: httpx.Client, tenant_key: dict[str, Any]
+) -> None:
+    with Receiver() as receiver:
+        submitted = api.post(
+            "/v1/jobs", json={"url": receiver.url("/hook"), "body": {"order": 7}, "delay_s": 0.5}
+        )
+        assert submitted.status_code == 201, submitted.text
+        job_id = submitted.json()["id"]
+
+        [callback] = receiver.wait_for(1, timeout_s=15)
+
+    # The secret printed once by `keys create` verifies the callback with a Standard Webhooks library.
+    Webhook(tenant_key["signing_secret"]).verify(callback.body, callback.headers)
+    assert callback.headers["webhook-id"] == job_id
+    assert json.loads(callback.body) == {"order": 7}
+    wait_until(lambda: _job_status(api, job_id) == "succeeded", timeout_s=10)
+    executions = api.get(f"/v1/jobs/{job_id}/executions")
+    assert executions.status_code == 200
+    [attempt] = executions.json()["executions"]
+    assert attempt["attempt"] == 1
+    assert attempt["status_code"] == 200
+    assert attempt["outcome"] == "succeeded"
+
+
+def test_given_delayed_job_when_cancelled_then_it_never_fires(api: httpx.Client) -> None:
+    with Receiver() as receiver:
+        submitted = api.post("/v1/jobs", json={"url": receiver.url("/cancelled"), "delay_s": 2})
+        assert submitted.status_code == 201, submitted.text
+        job_id = submitted.json()["id"]
+
+        cancelled = api.delete(f"/v1/jobs/{job_id}")
+        assert cancelled.status_code == 200, cancelled.text
+        time.sleep(3)  # one second past its due time
+
+        assert receiver.requests == []
+    assert _job_status(api, job_id) == "cancelled"
+
+
+def test_given_printed_dev_key_when_running_the_banner_curl_then_the_request_bin_shows_the_callback(
+    stack: DevStack,
+) -> None:
+    headers = {"Authorization": f"Bearer {stack.api_key}"}
+    with httpx.Client(base_url=stack.api_url, timeout=10) as client:
+        job = {"url": f"{stack.api_url}/dev/sink", "body": {"hello": "world"}, "delay_s": 0.2}
+        submitted = client.post("/v1/jobs", json=job, headers=headers)
+        assert submitted.status_code == 201, submitted.text
+        job_id = submitted.json()["id"]
+
+        def arrived() -> list[dict[str, Any]]:
+            listed: list[dict[str, Any]] = client.get("/dev/sink").json()["requests"]
+            return [r for r in listed if r["headers"].get("webhook-id") == job_id]
+
+        wait_until(arrived, timeout_s=15)
+        [callback] = arrived()
+    assert callback["signature_valid"] is True
+    assert json.loads(callback["body"]) == {"hello": "world"}
+
+
+def test_given_unknown_route_when_requested_then_api_gateway_answers_403(stack: DevStack) -> None:
+    response = httpx.get(f"{stack.api_url}/no/such/route", timeout=10)
+
+    assert response.status_code == 403
+    assert response.json() == {"message": "Missing Authentication Token"}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_given_running_stack_when_signalled_then_it_exits_cleanly_and_every_process_is_gone(
+    tmp_path: Path, signum: int
+) -> None:
+    with DevStack(tmp_path) as stack:
+        assert set(stack.pids) == {"hookline dev", "redis", "moto"}
+        assert all(process_exists(pid) for pid in stack.pids.values())
+
+        assert stack.stop(signum) == 0
+
+    assert [name for name, pid in stack.pids.items() if process_exists(pid)] == []
+    assert "stopped" in stack.output
+    assert not stack.env_file.exists()

@@ -1,0 +1,150 @@
+"""Fan-out starts executors when the ready streams back up, bounded per check and cooled down after."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hookline.clock import FrozenClock
+from hookline.ports import NullMetrics
+from hookline.usecases.scale import FAN_OUT_EVENT, ExecutorScaler, FanOutPolicy, LambdaLauncher
+
+POLICY = FanOutPolicy(
+    backlog_per_executor=10, max_launch_per_check=3, check_interval_ms=1_000, cooldown_ms=5_000
+)
+
+
+class FakeIndex:
+    """Answers depth() with a settable in-flight count per shard."""
+
+    def __init__(self, inflight: dict[int, int]) -> None:
+        self.inflight = inflight
+
+    def depth(self, shard: int) -> tuple[int, int]:
+        return 0, self.inflight.get(shard, 0)
+
+
+class FakeLauncher:
+    def __init__(self, accept: int = 100) -> None:
+        self.requests: list[int] = []
+        self._accept = accept
+
+    def launch(self, count: int) -> int:
+        self.requests.append(count)
+        return min(count, self._accept)
+
+
+def _scaler(index: FakeIndex, launcher: Any, clock: FrozenClock) -> ExecutorScaler:
+    return ExecutorScaler(index, clock, [0, 1], launcher, NullMetrics(), POLICY)  # type: ignore[arg-type]
+
+
+def test_given_small_backlog_when_checking_then_nothing_is_launched() -> None:
+    launcher = FakeLauncher()
+
+    started = _scaler(FakeIndex({0: 5, 1: 4}), launcher, FrozenClock(0)).check()
+
+    assert started == 0
+    assert launcher.requests == []
+
+
+def test_given_backlog_over_all_shards_when_checking_then_one_executor_per_threshold_is_launched() -> None:
+    launcher = FakeLauncher()
+
+    started = _scaler(FakeIndex({0: 15, 1: 10}), launcher, FrozenClock(0)).check()
+
+    assert started == 2
+    assert launcher.requests == [2]
+
+
+def test_given_huge_backlog_when_checking_then_launches_are_capped_per_check() -> None:
+    launcher = FakeLauncher()
+
+    assert _scaler(FakeIndex({0: 10_000}), launcher, FrozenClock(0)).check() == 3
+
+
+def test_given_a_launch_when_checking_again_then_it_waits_for_the_cooldown() -> None:
+    clock, launcher = FrozenClock(0), FakeLauncher()
+    scaler = _scaler(FakeIndex({0: 100}), launcher, clock)
+    scaler.check()
+
+    clock.advance(4_999)
+    during = scaler.check()
+    clock.advance(1)
+    after = scaler.check()
+
+    assert (during, after) == (0, 3)
+    assert launcher.requests == [3, 3]
+
+
+def test_given_no_launch_when_checking_again_then_it_waits_only_the_check_interval() -> None:
+    clock, index, launcher = FrozenClock(0), FakeIndex({0: 0}), FakeLauncher()
+    scaler = _scaler(index, launcher, clock)
+    scaler.check()
+    index.inflight[0] = 50
+
+    clock.advance(999)
+    early = scaler.check()
+    clock.advance(1)
+    due = scaler.check()
+
+    assert (early, due) == (0, 3)
+
+
+def test_given_launcher_refusing_when_checking_then_only_started_ones_are_counted() -> None:
+    assert _scaler(FakeIndex({0: 100}), FakeLauncher(accept=1), FrozenClock(0)).check() == 1
+
+
+class FakePromoter:
+    """Records the deadlines it is run with and advances the clock to them."""
+
+    def __init__(self, clock: FrozenClock) -> None:
+        self.clock = clock
+        self.deadlines: list[int] = []
+
+    def run(self, deadline_ms: int) -> int:
+        self.deadlines.append(deadline_ms)
+        self.clock.set(deadline_ms)
+        return 1
+
+
+def test_given_deadline_when_promoting_then_runs_are_cut_at_the_check_interval_and_end_at_it() -> None:
+    clock, launcher = FrozenClock(0), FakeLauncher()
+    promoter = FakePromoter(clock)
+
+    moved = _scaler(FakeIndex({0: 0}), launcher, clock).promote_until(promoter, 2_500)  # type: ignore[arg-type]
+
+    assert promoter.deadlines == [1_000, 2_000, 2_500]
+    assert moved == 3
+
+
+class FakeLambda:
+    def __init__(self, fail_after: int | None = None) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self._fail_after = fail_after
+
+    def invoke(self, **kwargs: Any) -> dict[str, Any]:
+        if self._fail_after is not None and len(self.calls) >= self._fail_after:
+            raise RuntimeError("TooManyRequestsException")
+        self.calls.append(kwargs)
+        return {"StatusCode": 202}
+
+
+def test_given_lambda_launcher_when_launching_then_it_invokes_asynchronously_by_name() -> None:
+    client = FakeLambda()
+    launcher = LambdaLauncher(lambda: client, "hookline-execute")
+
+    started = launcher.launch(2)
+
+    assert started == 2
+    assert [call["FunctionName"] for call in client.calls] == ["hookline-execute"] * 2
+    assert {call["InvocationType"] for call in client.calls} == {"Event"}
+    assert client.calls[0]["Payload"] == b'{"source": "hookline.fan-out"}'
+    assert FAN_OUT_EVENT == {"source": "hookline.fan-out"}
+
+
+def test_given_throttled_lambda_when_launching_then_it_stops_and_reports_what_started(
+    caplog: Any,
+) -> None:
+    launcher = LambdaLauncher(lambda: FakeLambda(fail_after=1), "hookline-execute")
+
+    assert launcher.launch(3) == 1
+    assert "fan-out invoke failed" in caplog.text
