@@ -75,6 +75,14 @@ def _names(*expressions: str) -> dict[str, str]:
     return {p: _NAMES[p] for expression in expressions for p in re.findall(r"#\w+", expression)}
 
 
+def _refusal(error: ClientError, job_id: str, rule: str) -> NotFound | StaleState:
+    """Turns a failed condition on an existing-job update into NotFound or StaleState naming the status."""
+    response: dict[str, Any] = dict(error.response)
+    if "Item" not in response:
+        return NotFound(f"job {job_id} not found")
+    return StaleState(f"job {job_id} is {codec.item_to_job(response['Item']).status.value}; {rule}")
+
+
 def _code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
@@ -310,11 +318,7 @@ class DynamoJobStore:
         except ClientError as error:
             if _code(error) != "ConditionalCheckFailedException":
                 raise
-            response: dict[str, Any] = dict(error.response)
-            if "Item" not in response:
-                raise NotFound(f"job {job_id} not found") from error
-            current = codec.item_to_job(response["Item"])
-            raise StaleState(f"job {job_id} is {current.status.value} and cannot be cancelled") from error
+            raise _refusal(error, job_id, "only a scheduled job can be cancelled") from error
         return codec.item_to_job(reply["Attributes"])
 
     def live_jobs(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Job], Any]:
@@ -437,13 +441,7 @@ class DynamoJobStore:
         except ClientError as error:
             if _code(error) != "ConditionalCheckFailedException":
                 raise
-            response: dict[str, Any] = dict(error.response)
-            if "Item" not in response:
-                raise NotFound(f"job {job_id} not found") from error
-            current = codec.item_to_job(response["Item"])
-            raise StaleState(
-                f"job {job_id} is {current.status.value}; only a dead job can be replayed"
-            ) from error
+            raise _refusal(error, job_id, "only a dead job can be replayed") from error
         return codec.item_to_job(reply["Attributes"])
 
     def check(self) -> None:
