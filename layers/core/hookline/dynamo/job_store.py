@@ -295,8 +295,33 @@ class DynamoJobStore:
 
     def cancel(self, tenant: str, job_id: str, now_ms: int) -> Job:
         """Cancels a job that has not started; returns it as it was. Raises NotFound or StaleState."""
-        update = "SET #status = :cancelled, #updated = :now_ms, #expires = :expires REMOVE #live_pk, #live_sk"
-        condition = f"attribute_exists(#pk) AND {CANCELLABLE}"
+        return self._transition(
+            tenant,
+            job_id,
+            "SET #status = :cancelled, #updated = :now_ms, #expires = :expires REMOVE #live_pk, #live_sk",
+            CANCELLABLE,
+            {
+                ":cancelled": JobStatus.CANCELLED.value,
+                ":scheduled": JobStatus.SCHEDULED.value,
+                ":now_ms": now_ms,
+                ":expires": now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S,
+            },
+            returns="ALL_OLD",
+            rule="only a scheduled job can be cancelled",
+        )
+
+    def _transition(
+        self,
+        tenant: str,
+        job_id: str,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+        returns: str,
+        rule: str,
+    ) -> Job:
+        """Applies an API-driven state change to an existing job; NotFound or StaleState (naming rule)."""
+        condition = f"attribute_exists(#pk) AND {condition}"
         try:
             reply = self._client.update_item(
                 TableName=self._jobs,
@@ -304,21 +329,14 @@ class DynamoJobStore:
                 UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=_names(update, condition),
-                ExpressionAttributeValues=codec.to_attribute_values(
-                    {
-                        ":cancelled": JobStatus.CANCELLED.value,
-                        ":scheduled": JobStatus.SCHEDULED.value,
-                        ":now_ms": now_ms,
-                        ":expires": now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S,
-                    }
-                ),
-                ReturnValues="ALL_OLD",
+                ExpressionAttributeValues=codec.to_attribute_values(values),
+                ReturnValues=returns,
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
             if _code(error) != "ConditionalCheckFailedException":
                 raise
-            raise _refusal(error, job_id, "only a scheduled job can be cancelled") from error
+            raise _refusal(error, job_id, rule) from error
         return codec.item_to_job(reply["Attributes"])
 
     def live_jobs(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Job], Any]:
@@ -418,31 +436,21 @@ class DynamoJobStore:
             "#live_pk = :shard, #live_sk = :now_ms, #updated = :now_ms "
             "REMOVE #expires, #lease, #code, #error"
         )
-        condition = f"attribute_exists(#pk) AND {REPLAYABLE}"
-        try:
-            reply = self._client.update_item(
-                TableName=self._jobs,
-                Key=codec.job_key(tenant, job_id),
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=_names(update, condition),
-                ExpressionAttributeValues=codec.to_attribute_values(
-                    {
-                        ":scheduled": JobStatus.SCHEDULED.value,
-                        ":dead": JobStatus.DEAD.value,
-                        ":one": 1,
-                        ":now_ms": now_ms,
-                        ":shard": str(shard),
-                    }
-                ),
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
-                raise
-            raise _refusal(error, job_id, "only a dead job can be replayed") from error
-        return codec.item_to_job(reply["Attributes"])
+        return self._transition(
+            tenant,
+            job_id,
+            update,
+            REPLAYABLE,
+            {
+                ":scheduled": JobStatus.SCHEDULED.value,
+                ":dead": JobStatus.DEAD.value,
+                ":one": 1,
+                ":now_ms": now_ms,
+                ":shard": str(shard),
+            },
+            returns="ALL_NEW",
+            rule="only a dead job can be replayed",
+        )
 
     def check(self) -> None:
         """Does one cheap read, so a health check learns whether the jobs table answers."""
