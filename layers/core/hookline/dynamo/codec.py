@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
 
 from hookline import constants, tables
 from hookline.models import Execution, ExecutionOutcome, FlowControl, Job, JobStatus
@@ -14,6 +17,37 @@ _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
 Item = dict[str, Any]
+
+
+def error_code(error: ClientError) -> str:
+    """Returns the AWS error code of a failed call (e.g. ConditionalCheckFailedException)."""
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def attribute_names(known: Mapping[str, str], *expressions: str) -> dict[str, str]:
+    """Returns ExpressionAttributeNames for exactly the placeholders the expressions use.
+
+    DynamoDB rejects a name the expressions do not use, so the map is derived from the expressions.
+    """
+    return {p: known[p] for expression in expressions for p in re.findall(r"#\w+", expression)}
+
+
+def live_index_page(
+    client: Any, table: str, partition: str, start_key: dict[str, Any] | None, limit: int
+) -> tuple[list[Item], Any]:
+    """Returns one page of the live GSI's partition and the key to go on from (None at the end)."""
+    request: dict[str, Any] = {
+        "TableName": table,
+        "IndexName": tables.LIVE_INDEX,
+        "KeyConditionExpression": "#live_pk = :partition",
+        "ExpressionAttributeNames": {"#live_pk": tables.LIVE_PK},
+        "ExpressionAttributeValues": to_attribute_values({":partition": partition}),
+        "Limit": limit,
+    }
+    if start_key is not None:
+        request["ExclusiveStartKey"] = start_key
+    reply = client.query(**request)
+    return reply.get("Items", []), reply.get("LastEvaluatedKey")
 
 
 def to_attribute_values(values: dict[str, Any]) -> Item:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +70,7 @@ class Finish:
 
 
 def _names(*expressions: str) -> dict[str, str]:
-    """Returns ExpressionAttributeNames for exactly the placeholders the expressions use."""
-    return {p: _NAMES[p] for expression in expressions for p in re.findall(r"#\w+", expression)}
+    return codec.attribute_names(_NAMES, *expressions)
 
 
 def _refusal(error: ClientError, job_id: str, rule: str) -> NotFound | StaleState:
@@ -81,10 +79,6 @@ def _refusal(error: ClientError, job_id: str, rule: str) -> NotFound | StaleStat
     if "Item" not in response:
         return NotFound(f"job {job_id} not found")
     return StaleState(f"job {job_id} is {codec.item_to_job(response['Item']).status.value}; {rule}")
-
-
-def _code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
 
 
 class DynamoJobStore:
@@ -135,7 +129,7 @@ class DynamoJobStore:
         try:
             self._client.transact_write_items(TransactItems=[{"Put": job_put}, {"Put": marker_put}])
         except ClientError as error:
-            if _code(error) != "TransactionCanceledException":
+            if codec.error_code(error) != "TransactionCanceledException":
                 raise
             return self._earlier_job(job.tenant, job.idempotency_key, request_hash), False
         return job, True
@@ -196,7 +190,7 @@ class DynamoJobStore:
                 ReturnValues="ALL_OLD",
             )
         except ClientError as error:
-            if _code(error) == "ConditionalCheckFailedException":
+            if codec.error_code(error) == "ConditionalCheckFailedException":
                 raise StaleState(
                     f"job {member.job_id} generation {member.generation} is not claimable"
                 ) from error
@@ -257,7 +251,7 @@ class DynamoJobStore:
         try:
             self._client.transact_write_items(TransactItems=[*puts, {"Update": update}])
         except ClientError as error:
-            if _code(error) == "TransactionCanceledException":
+            if codec.error_code(error) == "TransactionCanceledException":
                 raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job") from error
             raise
 
@@ -287,7 +281,7 @@ class DynamoJobStore:
                 ),
             )
         except ClientError as error:
-            if _code(error) == "ConditionalCheckFailedException":
+            if codec.error_code(error) == "ConditionalCheckFailedException":
                 raise StaleState(
                     f"job {member.job_id} is no longer live in generation {member.generation}"
                 ) from error
@@ -334,25 +328,15 @@ class DynamoJobStore:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
+            if codec.error_code(error) != "ConditionalCheckFailedException":
                 raise
             raise _refusal(error, job_id, rule) from error
         return codec.item_to_job(reply["Attributes"])
 
     def live_jobs(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Job], Any]:
         """Returns a page of the shard's live jobs (sparse GSI) and the key to go on from (or None)."""
-        request: dict[str, Any] = {
-            "TableName": self._jobs,
-            "IndexName": tables.LIVE_INDEX,
-            "KeyConditionExpression": "#live_pk = :shard",
-            "ExpressionAttributeNames": _names("#live_pk"),
-            "ExpressionAttributeValues": codec.to_attribute_values({":shard": str(shard)}),
-            "Limit": limit,
-        }
-        if start_key is not None:
-            request["ExclusiveStartKey"] = start_key
-        reply = self._client.query(**request)
-        return [codec.item_to_job(item) for item in reply.get("Items", [])], reply.get("LastEvaluatedKey")
+        items, last_key = codec.live_index_page(self._client, self._jobs, str(shard), start_key, limit)
+        return [codec.item_to_job(item) for item in items], last_key
 
     def executions(self, tenant: str, job_id: str) -> list[Execution]:
         """Returns every recorded attempt of a job, oldest first."""

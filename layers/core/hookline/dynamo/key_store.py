@@ -89,7 +89,7 @@ class DynamoKeyStore:
                 ExpressionAttributeValues=codec.to_attribute_values({":now_ms": now_ms}),
             )
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if codec.error_code(error) == "ConditionalCheckFailedException":
                 raise NotFound(f"key {key_id} not found") from error
             raise
 
@@ -132,7 +132,7 @@ class DynamoKeyStore:
         try:
             self._put_tenant(tenant, secrets, now_ms, condition if only_if_missing else {})
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if codec.error_code(error) == "ConditionalCheckFailedException":
                 return False
             raise
         return True

@@ -13,7 +13,6 @@ Item layout (pk = tenant in every case):
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -45,11 +44,7 @@ _NAMES = {
 
 
 def _names(*expressions: str) -> dict[str, str]:
-    return {p: _NAMES[p] for expression in expressions for p in re.findall(r"#\w+", expression)}
-
-
-def _code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
+    return codec.attribute_names(_NAMES, *expressions)
 
 
 def cron_live_shard(shard: int) -> str:
@@ -149,7 +144,7 @@ class DynamoScheduleStore:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
+            if codec.error_code(error) != "ConditionalCheckFailedException":
                 raise
             if "Item" not in dict(error.response):
                 raise NotFound(f"schedule {schedule.schedule_id} not found") from error
@@ -168,7 +163,7 @@ class DynamoScheduleStore:
                 ReturnValues="ALL_OLD",
             )
         except ClientError as error:
-            if _code(error) == "ConditionalCheckFailedException":
+            if codec.error_code(error) == "ConditionalCheckFailedException":
                 raise NotFound(f"schedule {schedule_id} not found") from error
             raise
         return item_to_schedule(reply["Attributes"])
@@ -180,18 +175,10 @@ class DynamoScheduleStore:
 
     def active(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Schedule], Any]:
         """Returns a page of the shard's active schedules (live GSI) and the key to go on from (or None)."""
-        request: dict[str, Any] = {
-            "TableName": self._jobs,
-            "IndexName": tables.LIVE_INDEX,
-            "KeyConditionExpression": "#live_pk = :shard",
-            "ExpressionAttributeNames": _names("#live_pk"),
-            "ExpressionAttributeValues": codec.to_attribute_values({":shard": cron_live_shard(shard)}),
-            "Limit": limit,
-        }
-        if start_key is not None:
-            request["ExclusiveStartKey"] = start_key
-        reply = self._client.query(**request)
-        return [item_to_schedule(item) for item in reply.get("Items", [])], reply.get("LastEvaluatedKey")
+        items, last_key = codec.live_index_page(
+            self._client, self._jobs, cron_live_shard(shard), start_key, limit
+        )
+        return [item_to_schedule(item) for item in items], last_key
 
     def retire(self, schedule: Schedule) -> None:
         """Takes a schedule with no occurrence left (past end_at) out of the live GSI, if still unchanged."""
@@ -206,7 +193,7 @@ class DynamoScheduleStore:
                 ExpressionAttributeValues=codec.to_attribute_values({":expected_version": schedule.version}),
             )
         except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
+            if codec.error_code(error) != "ConditionalCheckFailedException":
                 raise
             # Changed or deleted meanwhile: the newer version decides whether it is live.
 
@@ -227,7 +214,7 @@ class DynamoScheduleStore:
                 ExpressionAttributeNames=_names(ITEM_IS_NEW),
             )
         except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
+            if codec.error_code(error) != "ConditionalCheckFailedException":
                 raise
             created = False  # already created: by design not an error
         listing = {
