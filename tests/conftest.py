@@ -13,6 +13,7 @@ import redis
 from hookline.settings import Settings
 from hookline.wiring import Container
 from tests.support.aws import make_tables, reset_moto, running_moto, use_fake_credentials
+from tests.support.receiver import Receiver
 from tests.support.redis_server import running_redis
 
 use_fake_credentials()
@@ -72,3 +73,10 @@ def container(settings: Settings) -> Iterator[Container]:
     built = Container(settings, consumer="test-executor")
     yield built
     built.close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """Yields a real HTTP receiver on 127.0.0.1 that records every callback."""
+    with Receiver() as running:
+        yield running

@@ -27,12 +27,6 @@ NOW_MS = 1_700_000_000_000
 
 
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with Receiver() as running:
-        yield running
-
-
-@pytest.fixture
 def client() -> Iterator[HttpCallbackClient]:
     with HttpCallbackClient(allow_loopback=True, clock=FrozenClock(NOW_MS)) as shared:
         yield shared

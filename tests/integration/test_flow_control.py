@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 
@@ -16,12 +15,6 @@ from tests.support.stack import running_loops, wait_until
 pytestmark = pytest.mark.integration
 
 TENANT = "acme"
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with Receiver() as running:
-        yield running
 
 
 def submit_all(container: Container, receiver: Receiver, count: int, **fields: object) -> list[str]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from standardwebhooks import Webhook
 
@@ -16,12 +14,6 @@ from tests.support.stack import running_loops, wait_until
 pytestmark = pytest.mark.integration
 
 TENANT = "acme"
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with Receiver() as running:
-        yield running
 
 
 def submit(container: Container, receiver: Receiver, path: str = "/hook", **fields: object) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -22,12 +21,6 @@ from tests.support.stack import running_loops, wait_until
 pytestmark = pytest.mark.integration
 
 TENANT = "acme"
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with Receiver() as running:
-        yield running
 
 
 def submit(container: Container, receiver: Receiver, **fields: object) -> str:

@@ -75,10 +75,3 @@ def api(container: Container) -> Iterator[Api]:
     context.use(container)
     # The real settings allow loopback so that dead_job's receiver on 127.0.0.1 can be called.
     yield Api(container, ApiClient(make_key(container)), ApiClient(make_key(container, OTHER_TENANT)))
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    """Yields a loopback HTTP receiver."""
-    with Receiver() as running:
-        yield running

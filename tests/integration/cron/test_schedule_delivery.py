@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -15,12 +14,6 @@ from tests.support.receiver import Receiver
 from tests.support.stack import running_loops
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with Receiver() as running:
-        yield running
 
 
 def test_given_per_second_schedule_when_loops_run_then_each_callback_carries_schedule_id_and_fire_time(
