@@ -90,7 +90,7 @@ class Executor:
         return processed
 
     def drain(self, block_ms: int = 0) -> list[Disposition | None]:
-        """Processes, one by one in this thread, every entry ready now; for tests and the local stack."""
+        """Processes, one by one in this thread, every entry ready now (block_ms 0: no waiting); for tests."""
         results: list[Disposition | None] = []
         while entries := self._index.read_ready(self._shards, constants.READ_BATCH, block_ms):
             results += [self.process_safely(entry) for entry in entries]
