@@ -242,25 +242,3 @@ def test_when_context_exits_then_moto_method_is_back() -> None:
         assert DynamoDBBackend.transact_write_items is not original
 
     assert DynamoDBBackend.transact_write_items is original
-
-
-def test_given_cached_lookups_when_inside_then_same_answers_and_originals_restored_after() -> None:
-    from moto import backends as moto_backends
-    from moto.core import responses as moto_responses
-    from moto.dynamodb.responses import DynamoHandler
-
-    from hookline.dev.moto_server import cached_lookups
-
-    modules, listing = moto_backends.list_of_moto_modules, moto_responses.method_names_from_class  # type: ignore[attr-defined]
-    expected_modules, expected_methods = list(modules()), listing(DynamoHandler)
-
-    with cached_lookups():
-        assert list(moto_backends.list_of_moto_modules()) == expected_modules
-        assert moto_responses.method_names_from_class(DynamoHandler) == expected_methods  # type: ignore[attr-defined]
-        assert moto_responses.method_names_from_class(
-            DynamoHandler
-        ) is moto_responses.method_names_from_class(  # type: ignore[attr-defined]
-            DynamoHandler
-        )
-
-    assert (moto_backends.list_of_moto_modules, moto_responses.method_names_from_class) == (modules, listing)  # type: ignore[attr-defined]

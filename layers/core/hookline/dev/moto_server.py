@@ -7,10 +7,8 @@ another is the faster way, and the listen backlog holds the callers waiting thei
 
 moto's TransactWriteItems deep-copies every table it touches before writing, so that it can roll back:
 O(table) per transaction, about 100 ms with a few thousand items, and every Hookline job ends with one.
-This server (and only this dev process) swaps in the same function backing up only the items touched.
-It also caches two look-ups moto repeats on every request although their answers never change while it
-runs: the list of its service modules (a directory scan) and the handler methods of a response class
-(inspect.getmembers); together about 1.6 ms of a PutItem's 3.7 ms here.
+This server (and only this dev process) swaps in the same function backing up only the items touched,
+and runs with the caches of hookline.dev.moto_caches for work moto repeats on every request.
 
 Usage: python -m hookline.dev.moto_server --port 5055
 """
@@ -23,8 +21,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from moto import backends as moto_backends
-from moto.core import responses as moto_responses
 from moto.dynamodb.comparisons import get_filter_expression
 from moto.dynamodb.exceptions import (
     ConditionalCheckFailed,
@@ -40,8 +36,9 @@ from moto.dynamodb.models.table import StreamShard, Table
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import make_server
 
+from hookline.dev.moto_caches import cached_attribute_keys, cached_expressions, cached_lookups
+
 _OPS = {"ConditionCheck", "Put", "Delete", "Update"}
-_METHOD_LISTING = "method_names_from_class"
 
 
 class _Rollback:
@@ -184,32 +181,6 @@ def item_level_rollback() -> Iterator[None]:
         DynamoDBBackend.transact_write_items = original  # type: ignore[method-assign]
 
 
-@contextmanager
-def cached_lookups() -> Iterator[None]:
-    """Within it, moto's per-request module scan and method listing answer from a cache."""
-    module_names = tuple(moto_backends.list_of_moto_modules())
-    methods_by_class: dict[object, list[str]] = {}
-    original_modules = moto_backends.list_of_moto_modules
-    # moto.core.responses imports the function by name; replace it where it is called from.
-    original_methods = getattr(moto_responses, _METHOD_LISTING)
-
-    def list_of_moto_modules() -> tuple[str, ...]:
-        return module_names
-
-    def method_names_from_class(clazz: object) -> list[str]:
-        if clazz not in methods_by_class:
-            methods_by_class[clazz] = original_methods(clazz)
-        return methods_by_class[clazz]
-
-    moto_backends.list_of_moto_modules = list_of_moto_modules
-    setattr(moto_responses, _METHOD_LISTING, method_names_from_class)
-    try:
-        yield
-    finally:
-        moto_backends.list_of_moto_modules = original_modules
-        setattr(moto_responses, _METHOD_LISTING, original_methods)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Does the serving described above until terminated."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -219,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     server = make_server(
         args.host, args.port, DomainDispatcherApplication(create_backend_app), threaded=False
     )
-    with item_level_rollback(), cached_lookups():
+    with item_level_rollback(), cached_lookups(), cached_expressions(), cached_attribute_keys():
         server.serve_forever()
     return 0
 
