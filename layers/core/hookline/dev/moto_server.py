@@ -3,7 +3,7 @@
 `python -m moto.server` answers each connection in its own thread; moto's work is pure Python, so the
 threads only queue on the interpreter lock, and switching between them halves the requests served per
 second (measured here: about 90/s threaded, 170/s serial). Requests are short, so serving them one after
-another is the faster way, and the listen backlog holds the callers waiting their turn.
+another is the faster way: hookline.dev.serial_http does that over keep-alive connections.
 
 moto's TransactWriteItems deep-copies every table it touches before writing, so that it can roll back:
 O(table) per transaction, about 100 ms with a few thousand items, and every Hookline job ends with one.
@@ -34,9 +34,9 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import StreamShard, Table
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-from werkzeug.serving import make_server
 
 from hookline.dev.moto_caches import cached_attribute_keys, cached_expressions, cached_lookups
+from hookline.dev.serial_http import SerialHttpServer
 
 _OPS = {"ConditionCheck", "Put", "Delete", "Update"}
 
@@ -187,9 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args(argv)
-    server = make_server(
-        args.host, args.port, DomainDispatcherApplication(create_backend_app), threaded=False
-    )
+    server = SerialHttpServer(args.host, args.port, DomainDispatcherApplication(create_backend_app))
     with item_level_rollback(), cached_lookups(), cached_expressions(), cached_attribute_keys():
         server.serve_forever()
     return 0
