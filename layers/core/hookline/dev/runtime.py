@@ -182,6 +182,7 @@ class SandboxPool:
     def __init__(self, spec: FunctionSpec, size: int) -> None:
         self.function_id = spec.function_id
         self.timeout_s = spec.timeout_s
+        self.size = size
         self._pool = ProcessPoolExecutor(
             max_workers=size,
             # Not fork: this process runs threads, and a forked child would inherit their locks.
@@ -191,8 +192,10 @@ class SandboxPool:
         )
 
     def warm(self) -> None:
-        """Starts one sandbox and waits for it, so that load errors show at start-up."""
-        self._pool.submit(_warm).result(timeout=60)
+        """Starts every sandbox and waits for them, so that load errors show at start-up and no cold
+        start lands on a request (the pool starts a worker per task while none is idle)."""
+        for started in [self._pool.submit(_warm) for _ in range(self.size)]:
+            started.result(timeout=60)
 
     def invoke(self, event: dict[str, Any]) -> Any:
         """Runs one invocation in a free sandbox; raises TimeoutError past the function's timeout."""

@@ -54,7 +54,8 @@ class StackOptions:
         aws_endpoint: An AWS endpoint to use instead of starting moto (LocalStack).
         state_dir: Where redis-server's directory, logs and dev.env go.
         max_executors: Execute invocations running at once, scheduled and fanned out together.
-        api_sandboxes: Worker processes serving the API function, each one request at a time.
+        api_sandboxes: Worker processes serving the API function, each one request at a time; one per
+            CPU (2 to 4): more only share the same cores and each costs a cold start.
         install_redis: Whether a missing redis-server may be installed.
     """
 
@@ -64,7 +65,7 @@ class StackOptions:
     aws_endpoint: str | None = None
     state_dir: Path = field(default_factory=lambda: find_template().parent / ".hookline")
     max_executors: int = 4
-    api_sandboxes: int = 4
+    api_sandboxes: int = field(default_factory=lambda: min(4, max(2, os.cpu_count() or 2)))
     install_redis: bool = True
 
 
