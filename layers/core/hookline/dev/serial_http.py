@@ -255,12 +255,13 @@ class SerialHttpServer:
             self._log(f"error serving {request_line[1]}: {error!r}")
             status, response_headers, response_body = "500 Internal Server Error", [], b""
         keep_alive = _keep_alive(request_line[2], headers)
-        sent = self._send(
-            connection, _response_bytes(status, response_headers, response_body, keep_alive, request_line[0])
-        )
+        # Logged before the answer goes out, so a client that has its answer finds the line written.
         self._log(
             f"{connection.address[0]} - - [{time.strftime('%d/%b/%Y %H:%M:%S')}] "
             f'"{" ".join(request_line)}" {status.split()[0]} -'
+        )
+        sent = self._send(
+            connection, _response_bytes(status, response_headers, response_body, keep_alive, request_line[0])
         )
         return sent and keep_alive
 
