@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote, urlencode
 
 # Powertools needs these to flush metrics; set before functions.submit.app is imported.
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Hookline")
@@ -19,8 +19,10 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 # Imported after the environment above is set.
 from functions.submit.app import NO_METRICS_WARNING, handler
+from hookline.dev.gateway import HttpRequest, build_event
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+STAGE = "v1"
 
 
 @dataclass(frozen=True)
@@ -44,33 +46,20 @@ def proxy_event(
     api_key: str | None = None,
     request_id: str | None = None,
 ) -> dict[str, Any]:
-    """Returns the proxy event API Gateway (REST) sends for one request."""
+    """Returns the proxy event API Gateway (REST) sends for one request, built as the local stack's
+    gateway builds it (the resource is the path itself: no template route matching here)."""
     all_headers = dict(headers or {})
     if json_body is not None:
         body = json.dumps(json_body)
         all_headers.setdefault("Content-Type", "application/json")
     if api_key is not None:
         all_headers["Authorization"] = f"Bearer {api_key}"
-    return {
-        "resource": path,
-        "path": path,
-        "httpMethod": method.upper(),
-        "headers": all_headers or None,
-        "multiValueHeaders": {name: [value] for name, value in all_headers.items()} or None,
-        "queryStringParameters": dict(query) if query else None,
-        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
-        "pathParameters": None,
-        "stageVariables": None,
-        "requestContext": {
-            "requestId": request_id or uuid.uuid4().hex,
-            "stage": "v1",
-            "path": path,
-            "httpMethod": method.upper(),
-            "identity": {"sourceIp": "127.0.0.1"},
-        },
-        "body": body,
-        "isBase64Encoded": False,
-    }
+    target = quote(path, safe="/") + (f"?{urlencode(dict(query))}" if query else "")
+    request = HttpRequest(method.upper(), target, list(all_headers.items()))
+    event = build_event(request, path, {}, STAGE, request_id=request_id or uuid.uuid4().hex)
+    # The body goes in as given, even text no HTTP request could carry (the gate's own checks see it).
+    event["body"], event["isBase64Encoded"] = body, False
+    return event
 
 
 @dataclass(frozen=True)
