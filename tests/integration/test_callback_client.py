@@ -335,3 +335,33 @@ def test_given_invalid_http_in_job_when_delivered_then_permanent_invalid_request
 
     assert (result.error_class, result.retryable) == ("invalid_request", False)
     assert receiver.requests == []
+
+
+def test_given_dns_fails_when_delivered_then_retryable_dns_error_without_request(receiver: Receiver) -> None:
+    def failing(host: str, port: int) -> list[str]:
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    with HttpCallbackClient(allow_loopback=True, resolver=failing) as unlucky:
+        result = unlucky.deliver(post(f"http://hooks.test:{receiver.port}/hook"))
+
+    assert (result.error_class, result.status_code, result.retryable) == ("dns_error", None, True)
+    assert "hooks.test" in (result.error_message or "")
+    assert receiver.requests == []
+
+
+def test_given_dns_hangs_when_delivered_then_the_attempt_ends_at_its_timeout(receiver: Receiver) -> None:
+    release = threading.Event()
+
+    def hanging(host: str, port: int) -> list[str]:
+        release.wait(timeout=10)
+        return ["127.0.0.1"]
+
+    with HttpCallbackClient(allow_loopback=True, resolver=hanging) as stuck:
+        started = time.monotonic()
+        result = stuck.deliver(post(f"http://hooks.test:{receiver.port}/hook", timeout_s=0.3))
+        waited_s = time.monotonic() - started
+        release.set()
+
+    assert (result.error_class, result.retryable) == ("timeout", True)
+    assert 0.25 <= waited_s < 2.0
+    assert receiver.requests == []

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from hookline.callback.safety import ResolvedTarget, Resolver, check_url, parse_url
-from hookline.errors import UnsafeUrl
+from hookline.errors import UnresolvedHost, UnsafeUrl
 
 HOST = "hooks.example.com"
 
@@ -153,13 +153,25 @@ def test_given_malformed_url_when_checked_then_unsafe(url: str, message: str) ->
 
 
 def test_given_unresolvable_host_when_checked_then_does_not_resolve() -> None:
-    with pytest.raises(UnsafeUrl, match="does not resolve"):
+    with pytest.raises(UnresolvedHost, match="does not resolve") as refused:
         check_url(f"https://{HOST}/", allow_loopback=False, resolver=not_resolving)
+
+    assert refused.value.code == "unsafe_url"  # the API refuses it as any unsafe URL
 
 
 def test_given_empty_answer_when_checked_then_does_not_resolve() -> None:
-    with pytest.raises(UnsafeUrl, match="does not resolve"):
+    with pytest.raises(UnresolvedHost, match="does not resolve"):
         check_url(f"https://{HOST}/", allow_loopback=False, resolver=resolving_to())
+
+
+def test_given_a_name_idna_cannot_encode_when_checked_then_unsafe_but_not_unresolved() -> None:
+    def idna_refuses(host: str, port: int) -> list[str]:
+        raise UnicodeError("label empty or too long")
+
+    with pytest.raises(UnsafeUrl, match="not a valid host name") as refused:
+        check_url(f"https://{HOST}/", allow_loopback=False, resolver=idna_refuses)
+
+    assert not isinstance(refused.value, UnresolvedHost)
 
 
 @pytest.mark.parametrize(

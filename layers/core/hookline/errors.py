@@ -25,6 +25,11 @@ class UnsafeUrl(InvalidRequest):
     code = "unsafe_url"
 
 
+class UnresolvedHost(UnsafeUrl):
+    """The callback host name does not resolve right now: refused at submit like any unsafe URL, but
+    retried at delivery, where a DNS outage must not dead-letter every job it meets."""
+
+
 class Unauthorized(HooklineError):
     """The API key is missing, malformed, unknown or revoked (one answer for all, on purpose)."""
 

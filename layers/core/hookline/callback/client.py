@@ -12,7 +12,9 @@ reused for b.example just because both resolve to the same IP (as it would be if
 
 The attempt also carries its deadline, and every socket operation is clamped to it, so `timeout_s`
 bounds the whole attempt (connect, TLS, writes, each read, every redirect hop), not each operation.
-The one step it cannot bound is the blocking system DNS lookup.
+The system DNS lookup blocks and takes no timeout, so it runs on a helper thread and the attempt stops
+waiting for it at the deadline (the lookup ends in the background, within the resolver's own timeout).
+A name that does not resolve is a retryable `dns_error`: a DNS outage must not dead-letter every job.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import ssl
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -36,7 +39,7 @@ from hookline.callback import CallbackRequest, CallbackResult
 from hookline.callback.safety import ResolvedTarget, Resolver, check_url, parse_url, resolve_with_getaddrinfo
 from hookline.clock import Clock, SystemClock
 from hookline.constants import MAX_RETRY_AFTER_S, MAX_SAME_HOST_REDIRECTS, RESPONSE_BODY_PREVIEW_BYTES
-from hookline.errors import UnsafeUrl
+from hookline.errors import UnresolvedHost, UnsafeUrl
 
 USER_AGENT = "Hookline-Callback/1"
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -45,6 +48,7 @@ _RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "c
 _METHODS_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 # A thread has one request in flight; the rest are kept-alive connections to recently called hosts.
 DEFAULT_CONNECTIONS_PER_THREAD = 4
+DNS_LOOKUP_THREADS = 16  # lookups at once per client; more wait their turn (within their deadline)
 KEEPALIVE_EXPIRY_S = 30.0
 
 
@@ -210,6 +214,8 @@ class HttpCallbackClient:
         # Weak, so the transports of threads that ended do not pile up here.
         self._transports: weakref.WeakSet[_ThreadTransport] = weakref.WeakSet()
         self._transports_lock = threading.Lock()
+        # Lookups of every thread; a hung one holds its helper until the system resolver gives up.
+        self._lookups = ThreadPoolExecutor(max_workers=DNS_LOOKUP_THREADS, thread_name_prefix="hookline-dns")
 
     def close(self) -> None:
         """Closes every pooled connection of every thread; the client must not be used afterwards."""
@@ -217,6 +223,7 @@ class HttpCallbackClient:
             transports = list(self._transports)
         for transport in transports:
             transport.close()
+        self._lookups.shutdown(wait=False, cancel_futures=True)
 
     def _thread_transport(self) -> _ThreadTransport:
         """Returns the calling thread's transport, making it on the thread's first delivery."""
@@ -248,6 +255,8 @@ class HttpCallbackClient:
         started_s = time.monotonic()
         try:
             return self._attempt(request, started_s)
+        except UnresolvedHost as exc:
+            return _failure(started_s, "dns_error", str(exc))
         except UnsafeUrl as exc:
             return _failure(started_s, "unsafe_url", str(exc), retryable=False)
         except httpcore.TimeoutException:
@@ -266,7 +275,9 @@ class HttpCallbackClient:
         url, method, body = request.url, request.method.upper(), request.body
         headers = _outgoing_headers(request.headers)
         for redirects in range(MAX_SAME_HOST_REDIRECTS + 1):
-            target = check_url(url, self._allow_loopback, self._resolver)
+            target = check_url(
+                url, self._allow_loopback, lambda host, port: self._lookup(host, port, deadline_s)
+            )
             response = self._send(target, method, headers, body, deadline_s)
             location = response.headers.get("location") if response.status in REDIRECT_STATUSES else None
             if location is None:
@@ -286,6 +297,19 @@ class HttpCallbackClient:
             url = next_url
         message = f"more than {MAX_SAME_HOST_REDIRECTS} redirects (last status {response.status})"
         return _failure(started_s, "too_many_redirects", message, retryable=False)
+
+    def _lookup(self, host: str, port: int, deadline_s: float) -> Sequence[str]:
+        """Resolves host on a helper thread, waiting no longer than the attempt's deadline."""
+        remaining_s = deadline_s - time.monotonic()
+        if remaining_s <= 0:
+            raise httpcore.ConnectTimeout(f"no time left to resolve {host!r}")
+        lookup = self._lookups.submit(self._resolver, host, port)
+        try:
+            return lookup.result(timeout=remaining_s)
+        except TimeoutError:  # the lookup's own OSErrors pass through: they are not the wait's timeout
+            if not lookup.done():
+                raise httpcore.ConnectTimeout(f"resolving {host!r} outlasted the attempt") from None
+            raise
 
     def _send(
         self,

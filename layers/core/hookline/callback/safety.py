@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
-from hookline.errors import UnsafeUrl
+from hookline.errors import UnresolvedHost, UnsafeUrl
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -238,8 +238,10 @@ def _resolve(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
         pass
     try:
         answers = resolver(host, port)
-    except (OSError, UnicodeError) as exc:
-        raise UnsafeUrl(f"callback host {host!r} does not resolve", field="url") from exc
+    except UnicodeError as exc:  # not a valid host name (IDNA): no lookup can ever succeed
+        raise UnsafeUrl(f"callback host {host!r} is not a valid host name", field="url") from exc
+    except OSError as exc:
+        raise UnresolvedHost(f"callback host {host!r} does not resolve ({exc})", field="url") from exc
     addresses = []
     for answer in answers:
         try:
@@ -248,5 +250,5 @@ def _resolve(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
             message = f"callback host {host!r} resolved to a non-address {answer!r}"
             raise UnsafeUrl(message, field="url") from exc
     if not addresses:
-        raise UnsafeUrl(f"callback host {host!r} does not resolve", field="url")
+        raise UnresolvedHost(f"callback host {host!r} does not resolve", field="url")
     return addresses
