@@ -180,3 +180,51 @@ def test_given_other_tenant_or_missing_scope_then_404_and_403(api: Clients) -> N
     forbidden = create(api.read_only)
     assert (forbidden.status, forbidden.error_code) == (403, "forbidden")
     assert api.read_only.get(f"/v1/schedules/{schedule_id}").status == 200  # reading needs only read
+
+
+def test_given_schedule_when_window_patched_then_next_times_follow_and_null_removes_a_bound(
+    api: Clients,
+) -> None:
+    # The clock stands at 2026-01-01T00:00:30Z; the schedule fires every 15 minutes.
+    schedule_id = create(api.acme).json()["id"]
+    path = f"/v1/schedules/{schedule_id}"
+
+    windowed = api.acme.request(
+        "PATCH", path, json_body={"start_at": "2026-01-01T01:00:00Z", "end_at": "2026-01-01T01:30:00Z"}
+    )
+    windowed_times = api.acme.get(path).json()["next_fire_times"]
+    expression_only = api.acme.request("PATCH", path, json_body={"expression": "*/30 * * * *"})
+    unbounded = api.acme.request("PATCH", path, json_body={"end_at": None})
+    unbounded_times = api.acme.get(path).json()["next_fire_times"]
+    inverted = api.acme.request("PATCH", path, json_body={"end_at": "2026-01-01T00:30:00Z"})
+    naive = api.acme.request("PATCH", path, json_body={"start_at": "2026-01-01T01:00:00"})
+
+    assert windowed.status == 200
+    assert (windowed.json()["start_at"], windowed.json()["end_at"]) == (
+        "2026-01-01T01:00:00.000Z",
+        "2026-01-01T01:30:00.000Z",
+    )
+    assert windowed_times == [
+        "2026-01-01T01:00:00.000Z",
+        "2026-01-01T01:15:00.000Z",
+        "2026-01-01T01:30:00.000Z",
+    ]
+    assert (expression_only.json()["start_at"], expression_only.json()["end_at"]) == (
+        "2026-01-01T01:00:00.000Z",
+        "2026-01-01T01:30:00.000Z",
+    )
+    assert (unbounded.status, unbounded.json()["start_at"], unbounded.json()["end_at"]) == (
+        200,
+        "2026-01-01T01:00:00.000Z",
+        None,
+    )
+    assert unbounded_times[:3] == [
+        "2026-01-01T01:00:00.000Z",
+        "2026-01-01T01:30:00.000Z",
+        "2026-01-01T02:00:00.000Z",
+    ]
+    assert len(unbounded_times) == 5
+    assert (inverted.status, inverted.error_code) == (422, "validation_error")
+    assert "end_at must be after start_at" in inverted.body
+    assert naive.status == 422
+    assert api.acme.get(path).json()["version"] == 4  # the refused patches changed nothing

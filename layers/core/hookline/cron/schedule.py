@@ -98,7 +98,8 @@ class ScheduleRequest(BaseModel):
 
 
 class ScheduleUpdate(BaseModel):
-    """What a client may change (PATCH /v1/schedules/{id}); fields left out keep their value."""
+    """What a client may change (PATCH /v1/schedules/{id}); fields left out keep their value, and
+    `start_at` or `end_at` sent as null removes that bound (JSON merge patch)."""
 
     model_config = ConfigDict(extra="forbid")
     expression: str | None = Field(default=None, min_length=1, max_length=256)
@@ -106,9 +107,24 @@ class ScheduleUpdate(BaseModel):
     job: JobTemplate | None = None
     catch_up: CatchUp | None = None
     paused: bool | None = Field(default=None, description="true pauses, false resumes.")
+    start_at: datetime | None = Field(
+        default=None, description="No occurrence before this time; null removes it."
+    )
+    end_at: datetime | None = Field(
+        default=None, description="No occurrence after this time; null removes it."
+    )
 
     _expression = field_validator("expression")(_check_expression)
     _timezone = field_validator("timezone")(_check_timezone)
+    _times = field_validator("start_at", "end_at")(_aware)
+
+    def bound_ms(self, name: str, current_ms: int | None) -> int | None:
+        """Returns the start_at or end_at bound after this update, in Unix ms: as sent (None when sent
+        as null) or, when left out, current_ms."""
+        if name not in self.model_fields_set:
+            return current_ms
+        value: datetime | None = getattr(self, name)
+        return None if value is None else int(value.timestamp() * 1000)
 
 
 @dataclass(frozen=True)

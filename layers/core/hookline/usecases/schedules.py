@@ -136,7 +136,8 @@ class ScheduleManager:
         return self._store.instances(tenant, schedule_id, after_job_id, limit)
 
     def update(self, tenant: str, schedule_id: str, update: ScheduleUpdate) -> Schedule:
-        """Applies a change as a new version; a resume or a new expression fires from now on (nothing missed).
+        """Applies a change as a new version; a resume, a new expression or a new window fires from now on
+        (nothing missed).
 
         Raises NotFound, InvalidRequest, or Conflict when the schedule changed since it was read.
         """
@@ -152,7 +153,11 @@ class ScheduleManager:
             paused=current.paused if update.paused is None else update.paused,
             version=current.version + 1,
             updated_ms=now_ms,
+            start_ms=update.bound_ms("start_at", current.start_ms),
+            end_ms=update.bound_ms("end_at", current.end_ms),
         )
+        if changed.start_ms is not None and changed.end_ms is not None and changed.end_ms <= changed.start_ms:
+            raise InvalidRequest("end_at must be after start_at", field="end_at")
         self._check_frequency(changed, now_ms)
         next_fire_ms = changed.next_fire_after(now_ms)
         self._store.replace(changed, current.version, next_fire_ms)
