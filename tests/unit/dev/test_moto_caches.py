@@ -289,3 +289,29 @@ def test_given_cached_lookups_when_inside_then_same_answers_and_originals_restor
         )
 
     assert (moto_backends.list_of_moto_modules, moto_responses.method_names_from_class) == (modules, listing)  # type: ignore[attr-defined]
+
+
+def test_given_more_expressions_than_the_cache_holds_when_checked_again_then_answers_still_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(moto_caches, "MAX_ENTRIES", 2)
+
+    def scenario(client: Any, transcript: Transcript) -> None:
+        client.put_item(TableName=TABLE, Item=_key("a"))
+        for round_ in range(2):
+            for n in range(5):  # five distinct expressions through a cache of two
+                _record(
+                    transcript,
+                    lambda n=n, round_=round_: client.update_item(
+                        TableName=TABLE,
+                        Key=_key("a"),
+                        UpdateExpression=f"SET #a{n} = :v",
+                        ExpressionAttributeNames={f"#a{n}": "sk" if round_ else f"a{n}"},
+                        ExpressionAttributeValues={":v": {"S": "v"}},
+                    ),
+                )
+
+    plain = _both(scenario)
+
+    assert all(isinstance(entry, dict) for entry in plain[:5])
+    assert [entry[1] for entry in plain[5:]] == ["ValidationException"] * 5  # the key attribute, every time

@@ -128,7 +128,11 @@ class _UpdateTrees:
     def _parse(self, expression: str) -> tuple[Any, bytes]:
         tree = self.make_original(UpdateExpressionParser, expression)  # raises on a bad expression
         if len(self.pickles) >= MAX_ENTRIES:
+            # All three start over together: `passed` is keyed by id(tree), and a tree no longer held
+            # here could be freed and its id reused by another expression's tree.
             self.pickles.clear()
+            self.trees.entries.clear()
+            self.passed.clear()
         self.pickles[id(tree)] = (tree, pickle.dumps(tree, pickle.HIGHEST_PROTOCOL))
         return self.pickles[id(tree)]
 
@@ -166,7 +170,7 @@ class _UpdateTrees:
         """UpdateExpressionValidator.validate, remembering a combination whose checks all passed."""
         result = self.validate_original(validator)  # raises when a check fails: nothing is remembered
         key = getattr(validator, "hookline_check_key", None)
-        if key is not None:
+        if key is not None and key[0] in self.pickles:
             if len(self.passed) >= MAX_ENTRIES:
                 self.passed.clear()
             self.passed.add(key)
