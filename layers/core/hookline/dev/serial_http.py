@@ -99,7 +99,11 @@ def _body_length(headers: list[tuple[str, str]]) -> int:
 
 
 def wsgi_environ(
-    request_line: list[str], headers: list[tuple[str, str]], body: bytes, server: tuple[str, int], client: Any
+    request_line: list[str],
+    headers: list[tuple[str, str]],
+    body: bytes,
+    server: tuple[str, int],
+    client: tuple[str, int],
 ) -> dict[str, Any]:
     """Returns the WSGI environ (PEP 3333) of one request."""
     method, target, version = request_line
@@ -114,8 +118,8 @@ def wsgi_environ(
         "SERVER_NAME": server[0],
         "SERVER_PORT": str(server[1]),
         "SERVER_PROTOCOL": version,
-        "REMOTE_ADDR": client[0] if isinstance(client, tuple) else str(client),
-        "REMOTE_PORT": str(client[1]) if isinstance(client, tuple) else "",
+        "REMOTE_ADDR": client[0],
+        "REMOTE_PORT": str(client[1]),
         "wsgi.version": (1, 0),
         "wsgi.url_scheme": "http",
         "wsgi.input": io.BytesIO(body),
@@ -171,9 +175,7 @@ def run_app(app: WsgiApp, environ: dict[str, Any]) -> tuple[str, list[tuple[str,
 def _response_bytes(
     status: str, headers: list[tuple[str, str]], body: bytes, keep_alive: bool, method: str
 ) -> bytes:
-    kept = [
-        (n, v) for n, v in headers if n.lower() not in {"content-length", "connection", "transfer-encoding"}
-    ]
+    kept = [(n, v) for n, v in headers if n.lower() not in _FRAMING_HEADERS]
     lines = [f"HTTP/1.1 {status}", *(f"{n}: {v}" for n, v in kept)]
     lines.append(f"Content-Length: {len(body)}")
     lines.append("Connection: keep-alive" if keep_alive else "Connection: close")
