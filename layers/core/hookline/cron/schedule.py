@@ -118,14 +118,6 @@ class ScheduleUpdate(BaseModel):
     _timezone = field_validator("timezone")(_check_timezone)
     _times = field_validator("start_at", "end_at")(_aware)
 
-    def bound_ms(self, name: str, current_ms: int | None) -> int | None:
-        """Returns the start_at or end_at bound after this update, in Unix ms: as sent (None when sent
-        as null) or, when left out, current_ms."""
-        if name not in self.model_fields_set:
-            return current_ms
-        value: datetime | None = getattr(self, name)
-        return None if value is None else int(value.timestamp() * 1000)
-
 
 @dataclass(frozen=True)
 class Schedule:

@@ -153,8 +153,8 @@ class ScheduleManager:
             paused=current.paused if update.paused is None else update.paused,
             version=current.version + 1,
             updated_ms=now_ms,
-            start_ms=update.bound_ms("start_at", current.start_ms),
-            end_ms=update.bound_ms("end_at", current.end_ms),
+            start_ms=_bound(update, "start_at", current.start_ms),
+            end_ms=_bound(update, "end_at", current.end_ms),
         )
         if changed.start_ms is not None and changed.end_ms is not None and changed.end_ms <= changed.start_ms:
             raise InvalidRequest("end_at must be after start_at", field="end_at")
@@ -204,3 +204,8 @@ class ScheduleManager:
 
 def _ms(value: datetime | None) -> int | None:
     return None if value is None else int(value.timestamp() * 1000)
+
+
+def _bound(update: ScheduleUpdate, name: str, current_ms: int | None) -> int | None:
+    """Returns start_at or end_at after the update: as sent (null removes it), or current_ms if left out."""
+    return _ms(getattr(update, name)) if name in update.model_fields_set else current_ms
