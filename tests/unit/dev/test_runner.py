@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hookline import constants
-from hookline.dev.runtime import LambdaFunction, function_spec
+from hookline.dev.runtime import FunctionSpec, LambdaFunction, SandboxPool, function_spec
 from hookline.dev.scheduler import Scheduler, Timer
 from hookline.dev.stack import StackOptions, execute_function_id, stack_environment
 from hookline.template import find_template, load_template
@@ -95,3 +95,20 @@ def test_given_timer_when_started_then_it_invokes_at_once_and_stops_on_request()
         scheduler.stop()
 
     assert scheduler.invoke(reaper, {}) is False
+
+
+def test_given_a_sandbox_pool_when_warmed_then_every_sandbox_is_started_before_any_request(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "app.py").write_text("import os\n\ndef handler(event, context):\n    return os.getpid()\n")
+    spec = FunctionSpec("Probe", tmp_path, "app.py", "handler", 10.0, 128, "us-east-1", tmp_path / "log")
+    pool = SandboxPool(spec, size=2)
+    try:
+        pool.warm()
+        started = pool.pids()
+        answered_by = pool.invoke({})
+    finally:
+        pool.close()
+
+    assert len(set(started)) == 2
+    assert answered_by in started

@@ -201,9 +201,16 @@ class SandboxPool:
         """Runs one invocation in a free sandbox; raises TimeoutError past the function's timeout."""
         return self._pool.submit(_invoke_in_sandbox, event).result(timeout=self.timeout_s)
 
+    def pids(self) -> list[int]:
+        """Returns the process ids of the sandboxes started so far."""
+        return [process.pid for process in self._processes() if process.pid is not None]
+
+    def _processes(self) -> list[Any]:
+        return list(self._pool._processes.values())  # the pool has no public way to list them
+
     def close(self) -> None:
         """Stops the sandboxes, abandoning invocations still running (as a deleted Lambda would)."""
-        processes = list(self._pool._processes.values())  # the pool has no public way to stop them
+        processes = self._processes()
         self._pool.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             process.terminate()
