@@ -30,14 +30,7 @@ TABLE = "things"
 Transcript = list[Any]
 
 
-@pytest.fixture(autouse=True)
-def _credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
+pytestmark = pytest.mark.usefixtures("fake_aws_credentials")
 
 
 @contextmanager
@@ -249,9 +242,10 @@ def test_given_a_transaction_with_an_update_when_repeated_then_answers_match_mot
     assert plain[-1]["Item"]["attempt"] == {"N": "3"}
 
 
-def test_when_each_cache_exits_then_moto_functions_are_back() -> None:
+def _moto_functions() -> tuple[object, ...]:
+    """The moto functions the caches swap, and whether the validator defines its own __init__/validate."""
     validator = moto_validators.UpdateExpressionValidator
-    before = (
+    return (
         moto_caches.UpdateExpressionParser.__dict__["make"],
         moto_validators.deepcopy,  # type: ignore[attr-defined]
         ConditionExpressionParser._lex_condition_expression,
@@ -259,20 +253,17 @@ def test_when_each_cache_exits_then_moto_functions_are_back() -> None:
         "__init__" in vars(validator),
         "validate" in vars(validator),
     )
+
+
+def test_when_each_cache_exits_then_moto_functions_are_back() -> None:
+    before = _moto_functions()
 
     with _all_caches():
-        assert moto_validators.deepcopy is not before[1]  # type: ignore[attr-defined]
-        assert "__init__" in vars(validator)
+        inside = _moto_functions()
 
-    after = (
-        moto_caches.UpdateExpressionParser.__dict__["make"],
-        moto_validators.deepcopy,  # type: ignore[attr-defined]
-        ConditionExpressionParser._lex_condition_expression,
-        moto_serialize.XFormedAttributePicker.get_possible_keys,
-        "__init__" in vars(validator),
-        "validate" in vars(validator),
-    )
-    assert after == before
+    assert all(now is not then for now, then in zip(inside[:4], before[:4], strict=True))
+    assert inside[4:] == (True, True)
+    assert _moto_functions() == before
 
 
 def test_given_cached_lookups_when_inside_then_same_answers_and_originals_restored_after() -> None:

@@ -22,14 +22,8 @@ FLAT = "flat"  # hash key only
 
 
 @pytest.fixture(params=["moto", "item_level"])
-def ddb(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def ddb(request: pytest.FixtureRequest, fake_aws_credentials: None) -> Iterator[Any]:
     """Yields a client to moto with TABLE (pk, sk; GSI by-owner on owner, at) and FLAT (pk)."""
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
     patch = item_level_rollback() if request.param == "item_level" else nullcontext()
     with mock_aws(), patch:
         client = boto3.client("dynamodb", region_name="us-east-1")

@@ -48,7 +48,7 @@ def served() -> Iterator[Served]:
 
 
 @pytest.fixture
-def client(served: Served) -> Iterator[http.client.HTTPConnection]:
+def connection(served: Served) -> Iterator[http.client.HTTPConnection]:
     """Yields an HTTP/1.1 client connection to the server, closed afterwards."""
     connection = http.client.HTTPConnection(*served[0].server_address, timeout=5)
     yield connection
@@ -71,10 +71,9 @@ def _read_response(sock: socket.socket) -> tuple[int, str | None, bytes]:
 
 
 def test_given_one_connection_when_requests_follow_each_other_then_all_are_answered_on_it(
-    served: Served, client: http.client.HTTPConnection
+    served: Served, connection: http.client.HTTPConnection
 ) -> None:
     _, lines = served
-    connection = client
     sockets = set()
 
     answers = []
@@ -95,10 +94,8 @@ def test_given_one_connection_when_requests_follow_each_other_then_all_are_answe
 
 
 def test_given_the_server_sets_content_length_when_answering_then_it_is_the_real_length(
-    served: Served, client: http.client.HTTPConnection
+    connection: http.client.HTTPConnection,
 ) -> None:
-    connection = client
-
     connection.request("GET", "/x")
     response = connection.getresponse()
     body = response.read()
@@ -185,10 +182,9 @@ def test_given_a_request_it_does_not_take_when_sent_then_refused_with_a_status_a
 
 
 def test_given_the_application_raises_when_requested_then_500_and_the_server_goes_on(
-    served: Served, client: http.client.HTTPConnection
+    served: Served, connection: http.client.HTTPConnection
 ) -> None:
     _, lines = served
-    connection = client
 
     connection.request("GET", "/fail")
     failed = connection.getresponse()
@@ -203,10 +199,8 @@ def test_given_the_application_raises_when_requested_then_500_and_the_server_goe
 
 
 def test_given_head_when_answered_then_headers_only(
-    served: Served, client: http.client.HTTPConnection
+    connection: http.client.HTTPConnection,
 ) -> None:
-    connection = client
-
     connection.request("HEAD", "/")
     response = connection.getresponse()
 
@@ -216,10 +210,8 @@ def test_given_head_when_answered_then_headers_only(
 
 
 def test_given_percent_encoded_path_when_served_then_path_info_is_decoded(
-    served: Served, client: http.client.HTTPConnection
+    connection: http.client.HTTPConnection,
 ) -> None:
-    connection = client
-
     connection.request("GET", "/moto-api/a%20b?x=%20")
     answer = json.loads(connection.getresponse().read())
 
