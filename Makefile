@@ -8,17 +8,18 @@ STAMP := $(VENV)/.installed
 
 all: test
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml localstack/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' -e ./localstack
 	touch $(STAMP)
 
 install: $(STAMP)  ## create .venv and install Hookline with its development tools
 
-lint: $(STAMP)  ## ruff: lint and formatting
+lint: $(STAMP)  ## ruff (lint and formatting) and the layering contracts (.importlinter)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 types: $(STAMP)  ## mypy strict on layers/ and functions/
 	$(BIN)/mypy

@@ -33,8 +33,8 @@ import httpx
 import httpx_aiohttp
 from aiohttp import web
 
-from hookline.callback import CallbackRequest
-from hookline.callback.client import HttpCallbackClient
+from hookline.adapters.http.client import HttpCallbackClient
+from hookline.domain.callbacks import CallbackRequest
 
 BODY = b'{"job_id": "job_01HZX", "payload": {"order": 42, "items": [1, 2, 3]}, "note": "bench"}'
 HEADERS = {

@@ -218,7 +218,7 @@ def _process_tree(pid: int) -> list[int]:
 
 def _role(command: str) -> str:
     """Names what a process of the stack does, from its command line."""
-    if "hookline.dev.moto_server" in command:
+    if "hookline_local.moto_server" in command:
         return "moto"
     if "redis-server" in command:
         return "redis-server"

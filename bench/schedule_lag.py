@@ -22,10 +22,10 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hookline.clock import SystemClock
-from hookline.models import Member
+from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.clock import SystemClock
+from hookline.domain.models import Member
 from hookline.ports import NullMetrics
-from hookline.redis_index import RedisIndex
 from hookline.usecases.promote import Promoter
 from tests.support.redis_server import running_redis
 

@@ -5,7 +5,7 @@ Used by the LocalStack init hook (ready.d/10-hookline.sh) and by hand against Lo
     python localstack/create_tables.py --endpoint-url http://127.0.0.1:4566
 
 Table names come from the same variables the functions read (HOOKLINE_JOBS_TABLE, ...; defaults in
-hookline.settings), so the tables it creates are the ones the code will look for. Idempotent.
+hookline.plumbing.settings), so the tables it creates are the ones the code will look for. Idempotent.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import boto3
 
-from hookline.settings import Settings
-from hookline.template import create_tables, load_template, table_names
+from hookline.plumbing.settings import Settings
+from hookline_local.template import create_tables, load_template, table_names
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:4566"
 

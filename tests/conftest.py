@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from hookline.settings import Settings
-from hookline.wiring import Container
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import Container
 from tests.support.aws import make_tables, reset_moto, running_moto, use_fake_credentials
 from tests.support.receiver import Receiver
 from tests.support.redis_server import running_redis

@@ -5,11 +5,11 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hookline import constants
-from hookline.invocation import deadline_ms
-from hookline.metrics import PowertoolsMetrics
-from hookline.settings import Settings
-from hookline.wiring import Container
+from hookline.adapters.metrics import PowertoolsMetrics
+from hookline.domain import constants
+from hookline.plumbing.invocation import deadline_ms
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import Container
 
 logger = Logger()
 tracer = Tracer()

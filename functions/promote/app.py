@@ -9,10 +9,10 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hookline.invocation import deadline_ms
-from hookline.metrics import PowertoolsMetrics
-from hookline.settings import Settings
-from hookline.wiring import Container
+from hookline.adapters.metrics import PowertoolsMetrics
+from hookline.plumbing.invocation import deadline_ms
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import Container
 
 logger = Logger()
 tracer = Tracer()

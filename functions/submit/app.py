@@ -8,10 +8,10 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from hookline.adapters.metrics import PowertoolsMetrics
 from hookline.api import context, dead_letters, errors, gate, health, jobs, schedules
-from hookline.metrics import PowertoolsMetrics
-from hookline.settings import Settings
-from hookline.wiring import Container
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import Container
 
 # A read request publishes no metric; Powertools would warn about that on every such invocation.
 NO_METRICS_WARNING = "No application metrics to publish"

@@ -5,9 +5,9 @@
 set -eu
 
 HOOKLINE_SRC="${HOOKLINE_SRC:-/opt/hookline}"
-# LocalStack's own interpreter has boto3 and PyYAML, which is all hookline.template needs.
+# LocalStack's own interpreter has boto3 and PyYAML, which is all hookline_local.template needs.
 PYTHON=/opt/code/localstack/.venv/bin/python
 [ -x "$PYTHON" ] || PYTHON=python3
 
-PYTHONPATH="$HOOKLINE_SRC/layers/core" HOOKLINE_TEMPLATE="$HOOKLINE_SRC/template.yaml" \
+PYTHONPATH="$HOOKLINE_SRC/layers/core:$HOOKLINE_SRC/localstack" HOOKLINE_TEMPLATE="$HOOKLINE_SRC/template.yaml" \
     "$PYTHON" "$HOOKLINE_SRC/localstack/create_tables.py" --endpoint-url "http://localhost:4566"

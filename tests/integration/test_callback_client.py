@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from standardwebhooks import Webhook
 
-from hookline.callback import CallbackRequest, CallbackResult
-from hookline.callback.client import HttpCallbackClient
-from hookline.callback.signing import callback_headers, new_signing_secret
-from hookline.clock import FrozenClock
-from hookline.constants import MAX_SAME_HOST_REDIRECTS, RESPONSE_BODY_PREVIEW_BYTES
+from hookline.adapters.http.client import HttpCallbackClient
+from hookline.domain.callbacks import CallbackRequest, CallbackResult
+from hookline.domain.clock import FrozenClock
+from hookline.domain.constants import MAX_SAME_HOST_REDIRECTS, RESPONSE_BODY_PREVIEW_BYTES
+from hookline.domain.signing import callback_headers, new_signing_secret
 from tests.support.receiver import Receiver, Reply
 
 pytestmark = pytest.mark.integration

@@ -7,9 +7,9 @@ import time
 import pytest
 import redis
 
-from hookline import redis_keys
-from hookline.models import Member
-from hookline.redis_index import RedisIndex
+from hookline.adapters.redis import keys as redis_keys
+from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.models import Member
 
 pytestmark = pytest.mark.integration
 

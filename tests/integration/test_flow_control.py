@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from hookline.models import JobRequest, JobStatus
-from hookline.settings import Settings
-from hookline.wiring import Container
+from hookline.domain.models import JobRequest, JobStatus
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import Container
 from tests.support.receiver import Receiver, Reply
 from tests.support.stack import running_loops, wait_until
 

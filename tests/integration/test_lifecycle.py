@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from standardwebhooks import Webhook
 
-from hookline import redis_keys
-from hookline.models import ExecutionOutcome, JobRequest, JobStatus
-from hookline.wiring import Container
+from hookline.adapters.redis import keys as redis_keys
+from hookline.domain.models import ExecutionOutcome, JobRequest, JobStatus
+from hookline.plumbing.wiring import Container
 from tests.support.receiver import Receiver, Reply
 from tests.support.stack import running_loops, wait_until
 

@@ -9,12 +9,12 @@ from collections import Counter
 import pytest
 import redis
 
-from hookline import redis_keys
-from hookline.models import ExecutionOutcome, JobRequest, JobStatus, Member
+from hookline.adapters.redis import keys as redis_keys
+from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.models import ExecutionOutcome, JobRequest, JobStatus, Member
+from hookline.plumbing.wiring import Container
 from hookline.ports import NullMetrics
-from hookline.redis_index import RedisIndex
 from hookline.usecases.promote import Promoter
-from hookline.wiring import Container
 from tests.support.receiver import Receiver
 from tests.support.stack import running_loops, wait_until
 

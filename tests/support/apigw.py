@@ -19,7 +19,7 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 # Imported after the environment above is set.
 from functions.submit.app import NO_METRICS_WARNING, handler
-from hookline.dev.gateway import HttpRequest, build_event
+from hookline_local.gateway import HttpRequest, build_event
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 STAGE = "v1"

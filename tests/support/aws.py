@@ -10,8 +10,8 @@ from contextlib import contextmanager
 import boto3
 from moto.server import ThreadedMotoServer
 
-from hookline.settings import Settings
-from hookline.template import create_tables, load_template, table_names
+from hookline.plumbing.settings import Settings
+from hookline_local.template import create_tables, load_template, table_names
 from tests.support.redis_server import free_port
 
 FAKE_CREDENTIALS = {

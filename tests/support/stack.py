@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hookline.wiring import Container
+from hookline.plumbing.wiring import Container
 
 
 @contextmanager

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from hookline.callback.safety import ResolvedTarget, Resolver, check_url, parse_url
-from hookline.errors import UnresolvedHost, UnsafeUrl
+from hookline.adapters.http.safety import ResolvedTarget, Resolver, check_url, parse_url
+from hookline.domain.errors import UnresolvedHost, UnsafeUrl
 
 HOST = "hooks.example.com"
 

@@ -9,7 +9,7 @@ import pytest
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from hookline.callback.signing import callback_headers, new_signing_secret, signature_header
+from hookline.domain.signing import callback_headers, new_signing_secret, signature_header
 
 BODY = b'{"order": 42, "note": "caf\xc3\xa9"}'
 

@@ -15,9 +15,10 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from hookline import constants, tables
-from hookline.settings import Settings
-from hookline.template import (
+from hookline.adapters.dynamo import tables
+from hookline.domain import constants
+from hookline.plumbing.settings import Settings
+from hookline_local.template import (
     CloudFormationLoader,
     api_routes,
     create_tables,

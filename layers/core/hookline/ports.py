@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from hookline.callback import CallbackRequest, CallbackResult
-from hookline.dynamo.job_store import Claim, Finish
-from hookline.models import Execution, Job, JobStatus, Member
-from hookline.redis_index import LimiterVerdict, PromoteResult, RedeliverResult, StreamEntry
+from hookline.adapters.dynamo.job_store import Claim, Finish
+from hookline.adapters.redis.index import LimiterVerdict, PromoteResult, RedeliverResult, StreamEntry
+from hookline.domain.callbacks import CallbackRequest, CallbackResult
+from hookline.domain.models import Execution, Job, JobStatus, Member
 
 
 class CallbackClient(Protocol):

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from hookline import redis_keys
+from hookline.adapters.redis import keys as redis_keys
 from hookline.api import context
-from hookline.auth import ALL_SCOPES, mint_key
-from hookline.models import Job, JobRequest, JobStatus
-from hookline.wiring import Container
+from hookline.domain.models import Job, JobRequest, JobStatus
+from hookline.plumbing.wiring import Container
+from hookline.usecases.auth import ALL_SCOPES, mint_key
 from tests.support.apigw import ApiClient
 from tests.support.receiver import Receiver, Reply
 

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from hookline.auth import Authenticator
 from hookline.cli import main
-from hookline.clock import SystemClock
-from hookline.errors import Unauthorized
-from hookline.settings import Settings
-from hookline.wiring import Container
+from hookline.domain.clock import SystemClock
+from hookline.domain.errors import Unauthorized
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import Container
+from hookline.usecases.auth import Authenticator
 
 pytestmark = pytest.mark.integration
 

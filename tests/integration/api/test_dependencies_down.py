@@ -10,9 +10,9 @@ import pytest
 from botocore.config import Config
 
 from hookline.api import context
-from hookline.models import JobRequest, JobStatus
-from hookline.settings import Settings
-from hookline.wiring import Container
+from hookline.domain.models import JobRequest, JobStatus
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import Container
 from tests.integration.api.conftest import TENANT, make_key
 from tests.support.apigw import ApiClient
 from tests.support.redis_server import free_port

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from hookline import redis_keys
+from hookline.adapters.redis import keys as redis_keys
 from hookline.api.gate import MAX_BATCH_REQUEST_BYTES, MAX_REQUEST_BYTES
-from hookline.auth import KEY_CACHE_TTL_MS
-from hookline.clock import FrozenClock
-from hookline.constants import MAX_BODY_BYTES
+from hookline.domain.clock import FrozenClock
+from hookline.domain.constants import MAX_BODY_BYTES
+from hookline.usecases.auth import KEY_CACHE_TTL_MS
 from tests.integration.api.conftest import Api, make_key
 from tests.support.apigw import ApiClient, invoke, proxy_event
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hookline import redis_keys
-from hookline.models import JobStatus
+from hookline.adapters.redis import keys as redis_keys
+from hookline.domain.models import JobStatus
 from tests.integration.api.conftest import OTHER_TENANT, TENANT, Api
 from tests.support.receiver import Receiver
 

@@ -6,9 +6,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from hookline.cron.schedule import Schedule
-from hookline.errors import NotFound
-from hookline.models import Job, Member
+from hookline.domain.cron.schedule import Schedule
+from hookline.domain.errors import NotFound
+from hookline.domain.models import Job, Member
 
 
 class MemoryScheduleStore:

@@ -7,7 +7,7 @@ from typing import Any
 
 import redis
 
-from hookline import redis_keys
+from hookline.adapters.redis import keys as redis_keys
 
 SHARD = 0
 CRON = redis_keys.cron_key(SHARD)

@@ -15,10 +15,10 @@ from collections import Counter
 import pytest
 import redis
 
-from hookline.clock import FrozenClock
-from hookline.cron.schedule import CatchUp, Schedule
+from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.clock import FrozenClock
+from hookline.domain.cron.schedule import CatchUp, Schedule
 from hookline.ports import NullMetrics
-from hookline.redis_index import RedisIndex
 from hookline.usecases.cron import CronRunner, instance_id
 from hookline.usecases.submit import JobSubmitter
 from tests.integration.cron.fakes import MemoryScheduleStore, NullJobIndex

@@ -8,11 +8,11 @@ from collections import Counter
 
 import pytest
 
-from hookline import redis_keys
-from hookline.clock import FrozenClock
-from hookline.settings import Settings
+from hookline.adapters.redis import keys as redis_keys
+from hookline.domain.clock import FrozenClock
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import Container
 from hookline.usecases.cron import instance_id
-from hookline.wiring import Container
 from tests.integration.cron.conftest import TENANT, instances, request
 
 pytestmark = pytest.mark.integration

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hookline.cron.schedule import ScheduleRequest
+from hookline.domain.cron.schedule import ScheduleRequest
+from hookline.plumbing.wiring import Container
 from hookline.usecases.cron import instance_id
-from hookline.wiring import Container
 from tests.integration.cron.conftest import TENANT
 from tests.support.receiver import Receiver
 from tests.support.stack import running_loops

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from hookline import redis_keys
+from hookline.adapters.redis import keys as redis_keys
 from hookline.api import context
-from hookline.clock import FrozenClock
-from hookline.settings import Settings
-from hookline.wiring import Container
+from hookline.domain.clock import FrozenClock
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import Container
 from tests.integration.api.conftest import make_key
 from tests.integration.cron.conftest import minute, run_until
 from tests.support.apigw import ApiClient, ApiResponse

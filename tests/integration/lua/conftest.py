@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import redis
 
-from hookline import redis_keys
-from hookline.redis_index import RedisIndex, StreamEntry
+from hookline.adapters.redis import keys as redis_keys
+from hookline.adapters.redis.index import RedisIndex, StreamEntry
 
 SHARD = 0
 DUE = redis_keys.due_key(SHARD)

@@ -11,8 +11,8 @@ import time
 import pytest
 import redis
 
-from hookline import redis_keys
-from hookline.redis_index import LimiterVerdict, RedisIndex
+from hookline.adapters.redis import keys as redis_keys
+from hookline.adapters.redis.index import LimiterVerdict, RedisIndex
 from tests.integration.lua.conftest import zset
 
 pytestmark = pytest.mark.integration

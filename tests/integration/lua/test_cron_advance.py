@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import redis
 
-from hookline.cron.schedule import ScheduleMember
-from hookline.redis_index import CronClaim, RedisIndex
+from hookline.adapters.redis.index import CronClaim, RedisIndex
+from hookline.domain.cron.schedule import ScheduleMember
 from tests.integration.cron.keys import SHARD, cron_state, read_cron_state, seed_cron
 
 pytestmark = pytest.mark.integration

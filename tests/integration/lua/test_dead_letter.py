@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import redis
 
-from hookline.redis_index import RedisIndex
+from hookline.adapters.redis.index import RedisIndex
 from tests.integration.lua.conftest import (
     DEAD,
     EXECUTOR,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import redis
 
-from hookline.models import Member
-from hookline.redis_index import RedisIndex
+from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.models import Member
 from tests.integration.lua.conftest import SHARD, entry, seed, shard_state, state
 
 pytestmark = pytest.mark.integration

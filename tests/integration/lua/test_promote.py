@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import redis
 
-from hookline.redis_index import PromoteResult, RedisIndex
+from hookline.adapters.redis.index import PromoteResult, RedisIndex
 from tests.integration.lua.conftest import (
     DUE,
     INFLIGHT,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hookline.lua import SCRIPT_NAMES, lua_dir
+from hookline.adapters.redis.scripts import SCRIPT_NAMES, lua_dir
 
 pytestmark = pytest.mark.integration
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hookline.template import api_routes, load_template
+from hookline_local.template import api_routes, load_template
 from tests.support.apigw import ApiClient
 
 # Routes the cron work adds; the jobs API does not serve them (yet).

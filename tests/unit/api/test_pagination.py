@@ -7,8 +7,8 @@ import base64
 import pytest
 
 from hookline.api.pagination import decode_cursor, encode_cursor
-from hookline.errors import InvalidRequest
-from hookline.ids import new_id
+from hookline.domain.errors import InvalidRequest
+from hookline.domain.ids import new_id
 
 
 def test_given_job_id_when_encoded_then_decodes_back_and_is_url_safe() -> None:

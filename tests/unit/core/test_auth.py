@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from hookline.auth import Authenticator, hash_secret, mint_key
-from hookline.clock import FrozenClock
-from hookline.dynamo.key_store import KeyRecord
-from hookline.errors import Unauthorized
+from hookline.adapters.dynamo.key_store import KeyRecord
+from hookline.domain.clock import FrozenClock
+from hookline.domain.errors import Unauthorized
+from hookline.usecases.auth import Authenticator, hash_secret, mint_key
 
 
 class FakeKeyStore:

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from hookline.backoff import retry_delay_ms
+from hookline.domain.backoff import retry_delay_ms
 
 
 @pytest.mark.parametrize("attempt", [1, 2, 3, 5, 10, 60])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hookline.ids import derived_id, is_valid_id, new_id
+from hookline.domain.ids import derived_id, is_valid_id, new_id
 
 
 def test_given_ids_from_later_milliseconds_when_sorted_then_in_time_order() -> None:

@@ -7,7 +7,7 @@ import json
 import pytest
 from aws_lambda_powertools import Metrics
 
-from hookline.metrics import PowertoolsMetrics
+from hookline.adapters.metrics import PowertoolsMetrics
 
 
 def test_given_counts_timings_and_gauges_when_flushed_then_one_emf_document_with_each(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from hookline.constants import MAX_BODY_BYTES
-from hookline.models import FlowControl, JobRequest, Member
+from hookline.domain.constants import MAX_BODY_BYTES
+from hookline.domain.models import FlowControl, JobRequest, Member
 
 
 def test_given_minimal_request_when_validated_then_defaults_apply_and_due_is_now() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hookline.clock import FrozenClock
+from hookline.adapters.redis.index import PromoteResult
+from hookline.domain.clock import FrozenClock
 from hookline.ports import NullMetrics
-from hookline.redis_index import PromoteResult
 from hookline.usecases.promote import COARSE_WAIT_SLACK_MS, Promoter
 
 

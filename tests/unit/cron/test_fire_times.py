@@ -13,7 +13,7 @@ from croniter import croniter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hookline.cron.expression import CronError, CronSpec, spec_for
+from hookline.domain.cron.expression import CronError, CronSpec, spec_for
 
 ZONES = [
     "UTC",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hookline.cron.schedule import CatchUp, Schedule, Step, plan
+from hookline.domain.cron.schedule import CatchUp, Schedule, Step, plan
 
 MINUTE_MS = 60_000
 T0_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z

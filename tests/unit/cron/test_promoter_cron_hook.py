@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hookline.clock import FrozenClock
+from hookline.domain.clock import FrozenClock
 from hookline.ports import NullMetrics
 from hookline.usecases.promote import Promoter, TickResult
 from tests.unit.core.test_promoter import FakeIndex

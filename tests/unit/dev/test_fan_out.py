@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hookline.clock import FrozenClock
+from hookline.domain.clock import FrozenClock
 from hookline.ports import NullMetrics
 from hookline.usecases.scale import FAN_OUT_EVENT, ExecutorScaler, FanOutPolicy, LambdaLauncher
 

@@ -11,7 +11,7 @@ import pytest
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from hookline.dev.gateway import (
+from hookline_local.gateway import (
     ApiRoute,
     Gateway,
     GatewayServer,
@@ -21,7 +21,7 @@ from hookline.dev.gateway import (
     compile_resource,
     to_http_response,
 )
-from hookline.dev.runtime import LocalContext
+from hookline_local.runtime import LocalContext
 
 # The keys of the proxy event API Gateway sends to a Lambda proxy integration (REST API, payload 1.0),
 # as in the AWS documentation's example event and `sam local start-api`.

@@ -23,8 +23,8 @@ from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.dynamodb.parsing import validators as moto_validators
 from moto.dynamodb.responses import DynamoHandler
 
-from hookline.dev import moto_caches
-from hookline.dev.moto_caches import cached_attribute_keys, cached_expressions, cached_lookups
+from hookline_local import moto_caches
+from hookline_local.moto_caches import cached_attribute_keys, cached_expressions, cached_lookups
 
 TABLE = "things"
 Transcript = list[Any]

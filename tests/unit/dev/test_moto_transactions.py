@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
 
-from hookline.dev.moto_server import item_level_rollback
+from hookline_local.moto_server import item_level_rollback
 
 TABLE = "things"
 FLAT = "flat"  # hash key only

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from hookline import constants
-from hookline.dev.runtime import FunctionSpec, LambdaFunction, SandboxPool, function_spec
-from hookline.dev.scheduler import Scheduler, Timer
-from hookline.dev.stack import StackOptions, execute_function_id, stack_environment
-from hookline.template import find_template, load_template
+from hookline.domain import constants
+from hookline_local.runtime import FunctionSpec, LambdaFunction, SandboxPool, function_spec
+from hookline_local.scheduler import Scheduler, Timer
+from hookline_local.stack import StackOptions, execute_function_id, stack_environment
+from hookline_local.template import find_template, load_template
 
 TEMPLATE_PATH = find_template()
 

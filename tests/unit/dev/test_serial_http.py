@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hookline.dev.serial_http import SerialHttpServer
+from hookline_local.serial_http import SerialHttpServer
 
 Served = tuple[SerialHttpServer, list[str]]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from hookline.callback.signing import new_signing_secret, signature_header
-from hookline.dev.gateway import HttpRequest
-from hookline.dev.sink import MAX_KEPT, RequestBin
+from hookline.domain.signing import new_signing_secret, signature_header
+from hookline_local.gateway import HttpRequest
+from hookline_local.sink import MAX_KEPT, RequestBin
 
 SECRET = new_signing_secret()
 

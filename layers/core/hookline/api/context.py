@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hookline.settings import Settings
-from hookline.wiring import Container
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import Container
 
 _container: Container | None = None
 

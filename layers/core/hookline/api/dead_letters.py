@@ -17,7 +17,7 @@ from hookline.api.views import (
     JobView,
     ReplayFailureView,
 )
-from hookline.models import JobStatus
+from hookline.domain.models import JobStatus
 
 router = Router()
 

@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hookline.api.views import ErrorEnvelope, error_body
-from hookline.errors import DependencyDown, HooklineError, InvalidRequest, RateLimited
+from hookline.domain.errors import DependencyDown, HooklineError, InvalidRequest, RateLimited
 
 logger = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ import redis
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hookline import redis_keys
+from hookline.adapters.redis import keys as redis_keys
 from hookline.api.context import container
 from hookline.api.errors import failure_response
-from hookline.auth import Principal
-from hookline.errors import Forbidden, HooklineError, InvalidRequest, RateLimited, Unauthorized
+from hookline.domain.errors import Forbidden, HooklineError, InvalidRequest, RateLimited, Unauthorized
+from hookline.usecases.auth import Principal
 
 logger = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from hookline.api.views import (
     JobPageView,
     JobView,
 )
-from hookline.errors import HooklineError
-from hookline.models import JobRequest, JobStatus
+from hookline.domain.errors import HooklineError
+from hookline.domain.models import JobRequest, JobStatus
 
 router = Router()
 

@@ -6,8 +6,8 @@ import base64
 import binascii
 import json
 
-from hookline.errors import InvalidRequest
-from hookline.ids import is_valid_id
+from hookline.domain.errors import InvalidRequest
+from hookline.domain.ids import is_valid_id
 
 _VERSION = 1
 

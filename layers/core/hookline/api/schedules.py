@@ -14,7 +14,7 @@ from hookline.api.errors import error_responses
 from hookline.api.gate import principal
 from hookline.api.pagination import decode_cursor, encode_cursor
 from hookline.api.views import JobView, rfc3339
-from hookline.cron.schedule import Schedule, ScheduleRequest, ScheduleUpdate
+from hookline.domain.cron.schedule import Schedule, ScheduleRequest, ScheduleUpdate
 
 router = Router()
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hookline.models import Execution, Job
+from hookline.domain.models import Execution, Job
 
 
 def rfc3339(time_ms: int | None) -> str | None:

@@ -14,14 +14,14 @@ import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from hookline.clock import Clock
-from hookline.cron.schedule import Schedule, ScheduleMember, plan
-from hookline.errors import NotFound
-from hookline.ids import derived_id
-from hookline.models import Job
+from hookline.adapters.redis.index import CronClaim, CronClaimResult
+from hookline.domain.clock import Clock
+from hookline.domain.cron.schedule import Schedule, ScheduleMember, plan
+from hookline.domain.errors import NotFound
+from hookline.domain.ids import derived_id
+from hookline.domain.models import Job
+from hookline.domain.sharding import shard_of
 from hookline.ports import MetricsSink
-from hookline.redis_index import CronClaim, CronClaimResult
-from hookline.sharding import shard_of
 from hookline.usecases.promote import TickResult
 from hookline.usecases.submit import JobSubmitter
 

@@ -8,16 +8,17 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from enum import StrEnum
 
-from hookline import constants, redis_keys
-from hookline.backoff import retry_delay_ms
-from hookline.callback import CallbackRequest, CallbackResult
-from hookline.callback.signing import callback_headers
-from hookline.clock import Clock
-from hookline.dynamo.job_store import Claim, Finish
-from hookline.errors import StaleState
-from hookline.models import Execution, ExecutionOutcome, Job, JobStatus
+from hookline.adapters.dynamo.job_store import Claim, Finish
+from hookline.adapters.redis import keys as redis_keys
+from hookline.adapters.redis.index import StreamEntry
+from hookline.domain import constants
+from hookline.domain.backoff import retry_delay_ms
+from hookline.domain.callbacks import CallbackRequest, CallbackResult
+from hookline.domain.clock import Clock
+from hookline.domain.errors import StaleState
+from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
+from hookline.domain.signing import callback_headers
 from hookline.ports import CallbackClient, JobStore, LiveIndex, MetricsSink, SecretProvider
-from hookline.redis_index import StreamEntry
 
 logger = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from hookline.clock import Clock
-from hookline.errors import Conflict, HooklineError, StaleState
-from hookline.models import Job, JobStatus
+from hookline.domain.clock import Clock
+from hookline.domain.errors import Conflict, HooklineError, StaleState
+from hookline.domain.models import Job, JobStatus
 from hookline.ports import JobAdminStore, LiveIndex, MetricsSink
 
 logger = logging.getLogger(__name__)

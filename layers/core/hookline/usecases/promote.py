@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from hookline import constants
-from hookline.clock import Clock
+from hookline.domain import constants
+from hookline.domain.clock import Clock
 from hookline.ports import LiveIndex, MetricsSink
 
 # Redis checks blocking timeouts on its ~100 ms cron, so BLPOP may wake up to that late: wait coarsely in

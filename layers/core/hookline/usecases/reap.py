@@ -6,11 +6,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from hookline.clock import Clock
-from hookline.errors import StaleState
-from hookline.models import Job, JobStatus
+from hookline.adapters.redis.index import StreamEntry
+from hookline.domain.clock import Clock
+from hookline.domain.errors import StaleState
+from hookline.domain.models import Job, JobStatus
 from hookline.ports import JobStore, LiveIndex, MetricsSink
-from hookline.redis_index import StreamEntry
 from hookline.usecases.cron import ScheduleReconciler
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hookline.clock import Clock
+from hookline.domain.clock import Clock
 from hookline.ports import LiveIndex, MetricsSink
 from hookline.usecases.promote import Promoter
 

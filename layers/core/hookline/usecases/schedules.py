@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from hookline.clock import Clock
-from hookline.cron.expression import CronError, spec_for
-from hookline.cron.schedule import Schedule, ScheduleRequest, ScheduleTooFrequent, ScheduleUpdate
-from hookline.errors import InvalidRequest
-from hookline.ids import new_id
-from hookline.models import Job
+from hookline.domain.clock import Clock
+from hookline.domain.cron.expression import CronError, spec_for
+from hookline.domain.cron.schedule import Schedule, ScheduleRequest, ScheduleTooFrequent, ScheduleUpdate
+from hookline.domain.errors import InvalidRequest
+from hookline.domain.ids import new_id
+from hookline.domain.models import Job
+from hookline.domain.sharding import shard_of
 from hookline.ports import MetricsSink
-from hookline.sharding import shard_of
 from hookline.usecases.cron import CronIndex
 
 logger = logging.getLogger(__name__)

@@ -7,11 +7,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hookline.clock import Clock
-from hookline.ids import new_id
-from hookline.models import FlowControl, Job, JobRequest, JobStatus
+from hookline.domain.clock import Clock
+from hookline.domain.ids import new_id
+from hookline.domain.models import FlowControl, Job, JobRequest, JobStatus
+from hookline.domain.sharding import shard_of
 from hookline.ports import JobStore, LiveIndex, MetricsSink
-from hookline.sharding import shard_of
 
 logger = logging.getLogger(__name__)
 

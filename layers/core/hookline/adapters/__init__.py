@@ -1,0 +1,1 @@
+"""Adapters: Redis, DynamoDB, the callback HTTP client and metrics, each implementing ports."""

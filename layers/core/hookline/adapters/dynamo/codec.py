@@ -1,0 +1,184 @@
+"""Turns jobs and executions into DynamoDB items (low-level attribute-value form) and back."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from hookline.adapters.dynamo import tables
+from hookline.domain import constants
+from hookline.domain.models import Execution, ExecutionOutcome, FlowControl, Job, JobStatus
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+Item = dict[str, Any]
+
+
+def error_code(error: ClientError) -> str:
+    """Returns the AWS error code of a failed call (e.g. ConditionalCheckFailedException)."""
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def attribute_names(known: Mapping[str, str], *expressions: str) -> dict[str, str]:
+    """Returns ExpressionAttributeNames for exactly the placeholders the expressions use.
+
+    DynamoDB rejects a name the expressions do not use, so the map is derived from the expressions.
+    """
+    return {p: known[p] for expression in expressions for p in re.findall(r"#\w+", expression)}
+
+
+def live_index_page(
+    client: Any, table: str, partition: str, start_key: dict[str, Any] | None, limit: int
+) -> tuple[list[Item], Any]:
+    """Returns one page of the live GSI's partition and the key to go on from (None at the end)."""
+    request: dict[str, Any] = {
+        "TableName": table,
+        "IndexName": tables.LIVE_INDEX,
+        "KeyConditionExpression": "#live_pk = :partition",
+        "ExpressionAttributeNames": {"#live_pk": tables.LIVE_PK},
+        "ExpressionAttributeValues": to_attribute_values({":partition": partition}),
+        "Limit": limit,
+    }
+    if start_key is not None:
+        request["ExclusiveStartKey"] = start_key
+    reply = client.query(**request)
+    return reply.get("Items", []), reply.get("LastEvaluatedKey")
+
+
+def to_attribute_values(values: dict[str, Any]) -> Item:
+    """Serialises plain Python values (None values are dropped) into attribute values."""
+    return {name: _serializer.serialize(value) for name, value in values.items() if value is not None}
+
+
+def from_attribute_values(item: Item) -> dict[str, Any]:
+    """Deserialises attribute values, turning whole Decimals into ints."""
+    return {name: _plain(_deserializer.deserialize(value)) for name, value in item.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def job_key(tenant: str, job_id: str) -> Item:
+    """Returns the primary key of a job item."""
+    return to_attribute_values({tables.JOBS_PK: tenant, tables.JOBS_SK: tables.job_sk(job_id)})
+
+
+def job_to_item(job: Job) -> Item:
+    """Returns the full item of a job, with the live-index attributes only while it is live."""
+    values: dict[str, Any] = {
+        tables.JOBS_PK: job.tenant,
+        tables.JOBS_SK: tables.job_sk(job.job_id),
+        "job_id": job.job_id,
+        "status": job.status.value,
+        "generation": job.generation,
+        "attempt": job.attempt,
+        "max_attempts": job.max_attempts,
+        "url": job.url,
+        "method": job.method,
+        "headers": job.headers,
+        "body": job.body,
+        "due_ms": job.due_ms,
+        "created_ms": job.created_ms,
+        "updated_ms": job.updated_ms,
+        "min_backoff_ms": job.min_backoff_ms,
+        "max_backoff_ms": job.max_backoff_ms,
+        "timeout_ms": job.timeout_ms,
+        "shard": job.shard,
+        "idempotency_key": job.idempotency_key,
+        "flow": None if job.flow.is_empty else job.flow.encode(),
+        "lease_expires_at_ms": job.lease_expires_at_ms,
+        "last_status_code": job.last_status_code,
+        "last_error": job.last_error,
+        "schedule_id": job.schedule_id,
+        "fire_time_ms": job.fire_time_ms,
+        "attempt_base": job.attempt_base or None,
+    }
+    if job.status.is_live:
+        values[tables.LIVE_PK] = str(job.shard)
+        values[tables.LIVE_SK] = job.due_ms
+    return to_attribute_values(values)
+
+
+def item_to_job(item: Item) -> Job:
+    """Returns the job an item holds."""
+    v = from_attribute_values(item)
+    return Job(
+        tenant=v[tables.JOBS_PK],
+        job_id=v["job_id"],
+        status=JobStatus(v["status"]),
+        generation=v["generation"],
+        attempt=v["attempt"],
+        max_attempts=v["max_attempts"],
+        url=v["url"],
+        method=v["method"],
+        headers=dict(v.get("headers", {})),
+        body=v.get("body", ""),
+        due_ms=v["due_ms"],
+        created_ms=v["created_ms"],
+        updated_ms=v["updated_ms"],
+        min_backoff_ms=v["min_backoff_ms"],
+        max_backoff_ms=v["max_backoff_ms"],
+        timeout_ms=v["timeout_ms"],
+        shard=v["shard"],
+        idempotency_key=v.get("idempotency_key"),
+        flow=FlowControl.decode(v["flow"]) if v.get("flow") else FlowControl(),
+        lease_expires_at_ms=v.get("lease_expires_at_ms"),
+        last_status_code=v.get("last_status_code"),
+        last_error=v.get("last_error"),
+        schedule_id=v.get("schedule_id"),
+        fire_time_ms=v.get("fire_time_ms"),
+        attempt_base=v.get("attempt_base", 0),
+    )
+
+
+def execution_to_item(execution: Execution) -> Item:
+    """Returns the item recording one attempt, expiring after the retention period."""
+    return to_attribute_values(
+        {
+            tables.EXECUTIONS_PK: tables.execution_pk(execution.tenant, execution.job_id),
+            tables.EXECUTIONS_SK: execution.attempt,
+            "job_id": execution.job_id,
+            "generation": execution.generation,
+            "started_ms": execution.started_ms,
+            "finished_ms": execution.finished_ms,
+            "latency_ms": execution.latency_ms,
+            "outcome": execution.outcome.value,
+            "status_code": execution.status_code,
+            "error_class": execution.error_class,
+            "error_message": execution.error_message,
+            "response_preview": execution.response_preview,
+            tables.TTL_ATTRIBUTE: execution.finished_ms // 1000 + constants.EXECUTION_RETENTION_S,
+        }
+    )
+
+
+def item_to_execution(tenant: str, item: Item) -> Execution:
+    """Returns the attempt an execution item records."""
+    v = from_attribute_values(item)
+    return Execution(
+        tenant=tenant,
+        job_id=v["job_id"],
+        attempt=v[tables.EXECUTIONS_SK],
+        generation=v["generation"],
+        started_ms=v["started_ms"],
+        finished_ms=v["finished_ms"],
+        outcome=ExecutionOutcome(v["outcome"]),
+        latency_ms=v.get("latency_ms", 0),
+        status_code=v.get("status_code"),
+        error_class=v.get("error_class"),
+        error_message=v.get("error_message"),
+        response_preview=v.get("response_preview"),
+    )

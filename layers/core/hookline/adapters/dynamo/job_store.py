@@ -1,0 +1,443 @@
+"""The jobs and executions tables: every state change is a conditional write on (status, generation)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from hookline.adapters.dynamo import codec, tables
+from hookline.domain import constants
+from hookline.domain.errors import IdempotencyConflict, NotFound, StaleState
+from hookline.domain.models import Execution, Job, JobStatus, Member
+
+# Named conditions. Attribute names always go through ExpressionAttributeNames (`status` is reserved).
+ITEM_IS_NEW = "attribute_not_exists(#pk)"
+MARKER_IS_FREE = "attribute_not_exists(#pk) OR #expires < :now_s"
+# A delivery may start when the job waits in this generation, or when the attempt holding it let its
+# lease expire (the executor crashed or hung); the reaper re-delivers such entries.
+CLAIMABLE = (
+    "#generation = :generation AND (#status = :scheduled OR (#status = :running AND #lease < :now_ms))"
+)
+HELD_BY_ATTEMPT = "#status = :running AND #generation = :generation AND #attempt = :attempt"
+LIVE_IN_GENERATION = "#generation = :generation AND #status IN (:scheduled, :running)"
+CANCELLABLE = "#status = :scheduled"
+# Only a dead job is replayed: a live one would then run twice, a succeeded one again.
+REPLAYABLE = "#status = :dead"
+
+# A job listing reads this many items per query when filtering by status, and at most LIST_MAX_READ_ITEMS
+# per call (about 1 MB of reads), so a sparse filter cannot make one request scan a whole tenant.
+LIST_FILTERED_BATCH = 200
+LIST_MAX_READ_ITEMS = 1000
+
+_NAMES = {
+    "#pk": tables.JOBS_PK,
+    "#status": "status",
+    "#generation": "generation",
+    "#attempt": "attempt",
+    "#lease": "lease_expires_at_ms",
+    "#timeout": "timeout_ms",
+    "#base": "attempt_base",
+    "#expires": tables.TTL_ATTRIBUTE,
+    "#updated": "updated_ms",
+    "#due": "due_ms",
+    "#live_pk": tables.LIVE_PK,
+    "#live_sk": tables.LIVE_SK,
+    "#code": "last_status_code",
+    "#error": "last_error",
+    "#sk": tables.JOBS_SK,
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A job claimed for one attempt, and what the claim replaced."""
+
+    job: Job
+    abandoned_attempt: int | None = None  # the attempt whose lease expired, when the claim took over from it
+    abandoned_since_ms: int | None = None  # when that attempt was claimed
+
+
+@dataclass(frozen=True)
+class Finish:
+    """How an attempt ends in the jobs table."""
+
+    status: JobStatus  # succeeded, dead, or scheduled (a retry)
+    status_code: int | None
+    error: str | None
+    next_due_ms: int | None = None  # for a retry
+
+
+def _names(*expressions: str) -> dict[str, str]:
+    return codec.attribute_names(_NAMES, *expressions)
+
+
+def _refusal(error: ClientError, job_id: str, rule: str) -> NotFound | StaleState:
+    """Turns a failed condition on an existing-job update into NotFound or StaleState naming the status."""
+    response: dict[str, Any] = dict(error.response)
+    if "Item" not in response:
+        return NotFound(f"job {job_id} not found")
+    return StaleState(f"job {job_id} is {codec.item_to_job(response['Item']).status.value}; {rule}")
+
+
+class DynamoJobStore:
+    """Reads and writes jobs, idempotency markers and execution records."""
+
+    def __init__(
+        self,
+        client: Any,
+        jobs_table: str,
+        executions_table: str,
+        lease_margin_ms: int = int(constants.LEASE_MARGIN_S * 1000),
+    ) -> None:
+        self._client = client
+        self._jobs = jobs_table
+        self._executions = executions_table
+        self._lease_margin_ms = lease_margin_ms
+
+    def create(self, job: Job, request_hash: str, now_ms: int) -> tuple[Job, bool]:
+        """Stores a new job; with an idempotency key, returns the earlier job of the same request instead.
+
+        Returns (job, created). Raises IdempotencyConflict when the key was used with a different request.
+        """
+        job_put = {
+            "TableName": self._jobs,
+            "Item": codec.job_to_item(job),
+            "ConditionExpression": ITEM_IS_NEW,
+            "ExpressionAttributeNames": _names(ITEM_IS_NEW),
+        }
+        if job.idempotency_key is None:
+            self._client.put_item(**job_put)
+            return job, True
+        marker = codec.to_attribute_values(
+            {
+                tables.JOBS_PK: job.tenant,
+                tables.JOBS_SK: tables.idempotency_sk(job.idempotency_key),
+                "job_id": job.job_id,
+                "request_hash": request_hash,
+                tables.TTL_ATTRIBUTE: now_ms // 1000 + constants.IDEMPOTENCY_RETENTION_S,
+            }
+        )
+        marker_put = {
+            "TableName": self._jobs,
+            "Item": marker,
+            "ConditionExpression": MARKER_IS_FREE,
+            "ExpressionAttributeNames": _names(MARKER_IS_FREE),
+            "ExpressionAttributeValues": codec.to_attribute_values({":now_s": now_ms // 1000}),
+        }
+        try:
+            self._client.transact_write_items(TransactItems=[{"Put": job_put}, {"Put": marker_put}])
+        except ClientError as error:
+            if codec.error_code(error) != "TransactionCanceledException":
+                raise
+            return self._earlier_job(job.tenant, job.idempotency_key, request_hash), False
+        return job, True
+
+    def _earlier_job(self, tenant: str, idempotency_key: str, request_hash: str) -> Job:
+        reply = self._client.get_item(
+            TableName=self._jobs,
+            Key=codec.to_attribute_values(
+                {tables.JOBS_PK: tenant, tables.JOBS_SK: tables.idempotency_sk(idempotency_key)}
+            ),
+            ConsistentRead=True,
+        )
+        if "Item" not in reply:
+            # The marker lost a race with its own expiry; the caller may simply retry.
+            raise StaleState("idempotency marker changed concurrently; retry the request")
+        marker = codec.from_attribute_values(reply["Item"])
+        if marker["request_hash"] != request_hash:
+            raise IdempotencyConflict("idempotency_key was already used with a different request")
+        return self.get(tenant, marker["job_id"])
+
+    def get(self, tenant: str, job_id: str) -> Job:
+        """Returns the tenant's job; raises NotFound (also for another tenant's id)."""
+        reply = self._client.get_item(
+            TableName=self._jobs, Key=codec.job_key(tenant, job_id), ConsistentRead=True
+        )
+        if "Item" not in reply:
+            raise NotFound(f"job {job_id} not found")
+        return codec.item_to_job(reply["Item"])
+
+    def claim(self, member: Member, now_ms: int) -> Claim:
+        """Marks the job running for one more attempt under a lease; StaleState when it may not run.
+
+        The lease lasts the job's own timeout plus a margin, computed by DynamoDB from the stored timeout,
+        so the claim needs no read first.
+        """
+        lease_base_ms = now_ms + self._lease_margin_ms
+        update = (
+            "SET #status = :running, #attempt = #attempt + :one, #lease = #timeout + :lease_base, "
+            "#live_sk = #timeout + :lease_base, #updated = :now_ms"
+        )
+        try:
+            reply = self._client.update_item(
+                TableName=self._jobs,
+                Key=codec.job_key(member.tenant, member.job_id),
+                UpdateExpression=update,
+                ConditionExpression=CLAIMABLE,
+                ExpressionAttributeNames=_names(update, CLAIMABLE),
+                ExpressionAttributeValues=codec.to_attribute_values(
+                    {
+                        ":running": JobStatus.RUNNING.value,
+                        ":scheduled": JobStatus.SCHEDULED.value,
+                        ":one": 1,
+                        ":lease_base": lease_base_ms,
+                        ":now_ms": now_ms,
+                        ":generation": member.generation,
+                    }
+                ),
+                ReturnValues="ALL_OLD",
+            )
+        except ClientError as error:
+            if codec.error_code(error) == "ConditionalCheckFailedException":
+                raise StaleState(
+                    f"job {member.job_id} generation {member.generation} is not claimable"
+                ) from error
+            raise
+        if "Attributes" not in reply:
+            raise StaleState(f"job {member.job_id} does not exist")
+        before = codec.item_to_job(reply["Attributes"])
+        job = before.with_changes(
+            status=JobStatus.RUNNING,
+            attempt=before.attempt + 1,
+            lease_expires_at_ms=before.timeout_ms + lease_base_ms,
+            updated_ms=now_ms,
+        )
+        if before.status is JobStatus.RUNNING:
+            return Claim(job, before.attempt, before.updated_ms)
+        return Claim(job)
+
+    def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
+        """Records the attempts and the next state in one transaction; StaleState if it lost the job."""
+        values: dict[str, Any] = {
+            ":status": finish.status.value,
+            ":now_ms": now_ms,
+            ":running": JobStatus.RUNNING.value,
+            ":generation": job.generation,
+            ":attempt": job.attempt,
+        }
+        sets = ["#status = :status", "#updated = :now_ms"]
+        removes = ["#lease"]
+        for placeholder, value, name in (
+            (":code", finish.status_code, "#code"),
+            (":error", finish.error, "#error"),
+        ):
+            if value is None:
+                removes.append(name)
+            else:
+                sets.append(f"{name} = {placeholder}")
+                values[placeholder] = value
+        if finish.status is JobStatus.SCHEDULED:
+            assert finish.next_due_ms is not None
+            sets += ["#generation = :next_generation", "#due = :due", "#live_sk = :due"]
+            values.update({":next_generation": job.generation + 1, ":due": finish.next_due_ms})
+        else:
+            sets.append("#expires = :expires")
+            values[":expires"] = now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S
+            removes += ["#live_pk", "#live_sk"]
+        expression = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
+        update = {
+            "TableName": self._jobs,
+            "Key": codec.job_key(job.tenant, job.job_id),
+            "UpdateExpression": expression,
+            "ConditionExpression": HELD_BY_ATTEMPT,
+            "ExpressionAttributeNames": _names(expression, HELD_BY_ATTEMPT),
+            "ExpressionAttributeValues": codec.to_attribute_values(values),
+        }
+        puts = [
+            {"Put": {"TableName": self._executions, "Item": codec.execution_to_item(e)}} for e in executions
+        ]
+        try:
+            self._client.transact_write_items(TransactItems=[*puts, {"Update": update}])
+        except ClientError as error:
+            if codec.error_code(error) == "TransactionCanceledException":
+                raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job") from error
+            raise
+
+    def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
+        """Dead-letters a live job of the member's generation (deliveries ran out); StaleState otherwise."""
+        update = (
+            "SET #status = :dead, #error = :error, #updated = :now_ms, #expires = :expires "
+            "REMOVE #lease, #live_pk, #live_sk"
+        )
+        try:
+            self._client.update_item(
+                TableName=self._jobs,
+                Key=codec.job_key(member.tenant, member.job_id),
+                UpdateExpression=update,
+                ConditionExpression=LIVE_IN_GENERATION,
+                ExpressionAttributeNames=_names(update, LIVE_IN_GENERATION),
+                ExpressionAttributeValues=codec.to_attribute_values(
+                    {
+                        ":dead": JobStatus.DEAD.value,
+                        ":error": reason,
+                        ":now_ms": now_ms,
+                        ":expires": now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S,
+                        ":generation": member.generation,
+                        ":scheduled": JobStatus.SCHEDULED.value,
+                        ":running": JobStatus.RUNNING.value,
+                    }
+                ),
+            )
+        except ClientError as error:
+            if codec.error_code(error) == "ConditionalCheckFailedException":
+                raise StaleState(
+                    f"job {member.job_id} is no longer live in generation {member.generation}"
+                ) from error
+            raise
+
+    def cancel(self, tenant: str, job_id: str, now_ms: int) -> Job:
+        """Cancels a job that has not started; returns it as it was. Raises NotFound or StaleState."""
+        return self._transition(
+            tenant,
+            job_id,
+            "SET #status = :cancelled, #updated = :now_ms, #expires = :expires REMOVE #live_pk, #live_sk",
+            CANCELLABLE,
+            {
+                ":cancelled": JobStatus.CANCELLED.value,
+                ":scheduled": JobStatus.SCHEDULED.value,
+                ":now_ms": now_ms,
+                ":expires": now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S,
+            },
+            returns="ALL_OLD",
+            rule="only a scheduled job can be cancelled",
+        )
+
+    def _transition(
+        self,
+        tenant: str,
+        job_id: str,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+        returns: str,
+        rule: str,
+    ) -> Job:
+        """Applies an API-driven state change to an existing job; NotFound or StaleState (naming rule)."""
+        condition = f"attribute_exists(#pk) AND {condition}"
+        try:
+            reply = self._client.update_item(
+                TableName=self._jobs,
+                Key=codec.job_key(tenant, job_id),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=_names(update, condition),
+                ExpressionAttributeValues=codec.to_attribute_values(values),
+                ReturnValues=returns,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if codec.error_code(error) != "ConditionalCheckFailedException":
+                raise
+            raise _refusal(error, job_id, rule) from error
+        return codec.item_to_job(reply["Attributes"])
+
+    def live_jobs(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Job], Any]:
+        """Returns a page of the shard's live jobs (sparse GSI) and the key to go on from (or None)."""
+        items, last_key = codec.live_index_page(self._client, self._jobs, str(shard), start_key, limit)
+        return [codec.item_to_job(item) for item in items], last_key
+
+    def executions(self, tenant: str, job_id: str) -> list[Execution]:
+        """Returns every recorded attempt of a job, oldest first."""
+        items: list[Any] = []
+        request: dict[str, Any] = {
+            "TableName": self._executions,
+            "KeyConditionExpression": "#pk = :pk",
+            "ExpressionAttributeNames": {"#pk": tables.EXECUTIONS_PK},
+            "ExpressionAttributeValues": codec.to_attribute_values(
+                {":pk": tables.execution_pk(tenant, job_id)}
+            ),
+            "ConsistentRead": True,
+        }
+        while True:
+            reply = self._client.query(**request)
+            items += reply.get("Items", [])
+            if "LastEvaluatedKey" not in reply:
+                break
+            request["ExclusiveStartKey"] = reply["LastEvaluatedKey"]
+        return [codec.item_to_execution(tenant, item) for item in items]
+
+    def list_jobs(
+        self,
+        tenant: str,
+        status: JobStatus | None,
+        after_job_id: str | None,
+        limit: int,
+        max_read: int = LIST_MAX_READ_ITEMS,
+    ) -> tuple[list[Job], str | None]:
+        """Returns up to `limit` of the tenant's jobs, newest first, and the job id to go on after (or None).
+
+        A status filter is applied after the read (the table has no status index), so one call reads at most
+        `max_read` items: a sparse status can yield a short page that still has a continuation.
+        """
+        request: dict[str, Any] = {
+            "TableName": self._jobs,
+            "KeyConditionExpression": "#pk = :tenant AND begins_with(#sk, :prefix)",
+            "ScanIndexForward": False,
+            # Without a filter, one item more than the page tells whether another page exists.
+            "Limit": limit + 1 if status is None else LIST_FILTERED_BATCH,
+        }
+        values: dict[str, Any] = {":tenant": tenant, ":prefix": tables.JOB_SK_PREFIX}
+        expressions = [request["KeyConditionExpression"]]
+        if status is not None:
+            request["FilterExpression"] = "#status = :status"
+            values[":status"] = status.value
+            expressions.append(request["FilterExpression"])
+        request["ExpressionAttributeNames"] = _names(*expressions)
+        request["ExpressionAttributeValues"] = codec.to_attribute_values(values)
+        if after_job_id is not None:
+            request["ExclusiveStartKey"] = codec.job_key(tenant, after_job_id)
+        jobs: list[Job] = []
+        read = 0
+        while True:
+            reply = self._client.query(**request)
+            jobs += [codec.item_to_job(item) for item in reply.get("Items", [])]
+            read += int(reply.get("ScannedCount", 0))
+            last_key = reply.get("LastEvaluatedKey")
+            if len(jobs) > limit or last_key is None or read >= max_read:
+                break
+            request["ExclusiveStartKey"] = last_key
+        if len(jobs) > limit:
+            return jobs[:limit], jobs[limit - 1].job_id
+        if last_key is None:
+            return jobs, None
+        # Everything up to the last evaluated key was read (filtered-out items included): go on after it.
+        last_sk = str(codec.from_attribute_values(last_key)[tables.JOBS_SK])
+        return jobs, last_sk.removeprefix(tables.JOB_SK_PREFIX)
+
+    def replay(self, tenant: str, job_id: str, shard: int, now_ms: int) -> Job:
+        """Turns a dead job into a scheduled one due now: a new generation with a fresh attempt budget.
+
+        The attempt counter keeps counting (the run starts at attempt_base), so the new run's execution
+        records never overwrite the old run's.
+
+        The caller passes the job's shard (fixed at creation) because the live index keys it as a string.
+        Raises NotFound for an unknown (or another tenant's) job and StaleState when it is not dead.
+        """
+        update = (
+            "SET #status = :scheduled, #generation = #generation + :one, #base = #attempt, #due = :now_ms, "
+            "#live_pk = :shard, #live_sk = :now_ms, #updated = :now_ms "
+            "REMOVE #expires, #lease, #code, #error"
+        )
+        return self._transition(
+            tenant,
+            job_id,
+            update,
+            REPLAYABLE,
+            {
+                ":scheduled": JobStatus.SCHEDULED.value,
+                ":dead": JobStatus.DEAD.value,
+                ":one": 1,
+                ":now_ms": now_ms,
+                ":shard": str(shard),
+            },
+            returns="ALL_NEW",
+            rule="only a dead job can be replayed",
+        )
+
+    def check(self) -> None:
+        """Does one cheap read, so a health check learns whether the jobs table answers."""
+        self._client.get_item(
+            TableName=self._jobs, Key=codec.job_key("health#", "check"), ConsistentRead=False
+        )

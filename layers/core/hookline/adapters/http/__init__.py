@@ -1,0 +1,1 @@
+"""The HTTP adapter: the callback client and outbound address safety."""

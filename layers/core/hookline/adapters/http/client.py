@@ -1,0 +1,453 @@
+"""The HTTP callback client: one attempt per call, pinned to the checked address, never raising.
+
+Design: sync httpcore (the engine under `httpx.Client`) with one small connection pool per executor
+thread. A single pool shared by 32 threads was slower than one thread alone: on every request httpcore
+rescans all its connections (polling each idle socket) under one lock, so the cost grows with threads
+times connections (figures in bench/callback_transport.py).
+
+Each pool's network backend never resolves names: it connects to the address `check_url` approved for
+the attempt its thread is running. The URL keeps the real host name, so connections are pooled per host
+name, TLS uses that name for SNI and the certificate check, and a connection made for a.example is never
+reused for b.example just because both resolve to the same IP (as it would be if the URL named the IP).
+
+The attempt also carries its deadline, and every socket operation is clamped to it, so `timeout_s`
+bounds the whole attempt (connect, TLS, writes, each read, every redirect hop), not each operation.
+The system DNS lookup blocks and takes no timeout, so it runs on a helper thread and the attempt stops
+waiting for it at the deadline (the lookup ends in the background, within the resolver's own timeout).
+A name that does not resolve is a retryable `dns_error`: a DNS outage must not dead-letter every job.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from types import TracebackType
+from typing import Any
+from urllib.parse import urljoin
+
+import httpcore
+import httpx
+
+from hookline.adapters.http.safety import (
+    ResolvedTarget,
+    Resolver,
+    check_url,
+    parse_url,
+    resolve_with_getaddrinfo,
+)
+from hookline.domain.callbacks import CallbackRequest, CallbackResult
+from hookline.domain.clock import Clock, SystemClock
+from hookline.domain.constants import MAX_RETRY_AFTER_S, MAX_SAME_HOST_REDIRECTS, RESPONSE_BODY_PREVIEW_BYTES
+from hookline.domain.errors import UnresolvedHost, UnsafeUrl
+
+USER_AGENT = "Hookline-Callback/1"
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# Framing and routing headers are Hookline's to set; a job's own copy could desynchronise the request.
+_RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "keep-alive"})
+_METHODS_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
+# A thread has one request in flight; the rest are kept-alive connections to recently called hosts.
+DEFAULT_CONNECTIONS_PER_THREAD = 4
+DNS_LOOKUP_THREADS = 16  # lookups at once per client; more wait their turn (within their deadline)
+KEEPALIVE_EXPIRY_S = 30.0
+
+
+@dataclass(frozen=True)
+class _Pin:
+    """Names the checked address and the deadline of the attempt a thread is running."""
+
+    host: str
+    port: int
+    ip: str
+    deadline_s: float  # a time.monotonic() value
+
+
+class _ThreadTransport:
+    """Holds one thread's connection pool and the attempt that thread is running.
+
+    Made on the owning thread, which alone uses it, so `pin` needs no lock. Calling `close()` closes the
+    pool once; later calls do nothing.
+    """
+
+    def __init__(self, ssl_context: ssl.SSLContext, max_connections: int) -> None:
+        self.pin: _Pin | None = None
+        self.pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=max_connections,
+            max_keepalive_connections=max_connections,
+            keepalive_expiry=KEEPALIVE_EXPIRY_S,
+            network_backend=_PinnedBackend(self),
+        )
+        # An executor that replaces its threads would otherwise leave their sockets open until garbage
+        # collection; close them as soon as the owning thread object goes (or on close(), whichever is first).
+        self.close = weakref.finalize(threading.current_thread(), self.pool.close)
+
+    @contextmanager
+    def pinned(self, pin: _Pin) -> Iterator[None]:
+        """Makes pin the current attempt for the duration of the block."""
+        self.pin = pin
+        try:
+            yield
+        finally:
+            self.pin = None
+
+    def clamped(self, timeout: float | None, expired: type[Exception]) -> float | None:
+        """Shortens an operation's timeout to the current attempt's remaining time.
+
+        Raises:
+            expired: The attempt's deadline has passed.
+        """
+        if self.pin is None:
+            return timeout
+        remaining_s = self.pin.deadline_s - time.monotonic()
+        if remaining_s <= 0:
+            raise expired("callback attempt ran out of time")
+        return remaining_s if timeout is None else min(timeout, remaining_s)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """Wraps a socket stream so that no operation outlives the attempt using it."""
+
+    def __init__(self, inner: httpcore.NetworkStream, owner: _ThreadTransport) -> None:
+        self._inner = inner
+        self._owner = owner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        """Reads up to max_bytes before the attempt's deadline."""
+        return self._inner.read(max_bytes, self._owner.clamped(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        """Writes buffer before the attempt's deadline."""
+        self._inner.write(buffer, self._owner.clamped(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        """Closes the socket."""
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        """Performs the TLS handshake before the attempt's deadline."""
+        timeout = self._owner.clamped(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, timeout), self._owner)
+
+    def get_extra_info(self, info: str) -> Any:
+        """Passes through socket details (the pool asks whether an idle connection is readable)."""
+        return self._inner.get_extra_info(info)
+
+
+class _PinnedBackend(httpcore.NetworkBackend):
+    """Opens connections only to the address pinned for the owning thread's attempt."""
+
+    def __init__(self, owner: _ThreadTransport) -> None:
+        self._inner = httpcore.SyncBackend()
+        self._owner = owner
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        """Connects to the pinned address of (host, port), refusing any other destination."""
+        pin = self._owner.pin
+        if pin is None or (pin.host, pin.port) != (host, port):
+            raise httpcore.ConnectError(f"refusing to connect to {host}:{port}: no checked address")
+        timeout = self._owner.clamped(timeout, httpcore.ConnectTimeout)
+        stream = self._inner.connect_tcp(pin.ip, port, timeout, local_address, socket_options)
+        return _DeadlineStream(stream, self._owner)
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
+        """Refuses: a callback never goes to a Unix socket."""
+        raise httpcore.ConnectError("unix sockets are never callback targets")
+
+    def sleep(self, seconds: float) -> None:
+        """Sleeps (the pool's connect retries would use it; they are off)."""
+        time.sleep(seconds)
+
+
+@dataclass(frozen=True)
+class _Response:
+    """Keeps the parts of one HTTP response the client reports."""
+
+    status: int
+    headers: dict[str, str]
+    preview: bytes
+
+
+class HttpCallbackClient:
+    """Delivers callbacks over HTTP(S); one instance is shared by all executor threads.
+
+    Thread safety: each thread has its own connection pool and attempt state, so concurrent `deliver`
+    calls share nothing mutable but the registry of pools, which a lock guards.
+    """
+
+    def __init__(
+        self,
+        allow_loopback: bool,
+        resolver: Resolver | None = None,
+        clock: Clock | None = None,
+        connections_per_thread: int = DEFAULT_CONNECTIONS_PER_THREAD,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        """Builds the client; connection pools are made per thread on first use.
+
+        Args:
+            allow_loopback: Lets callbacks reach 127.0.0.0/8 and ::1 (local development only).
+            resolver: Looks names up; the system resolver when None.
+            clock: Reads wall time to turn an HTTP-date Retry-After into seconds.
+            connections_per_thread: Pool size of each thread, across all hosts.
+            ssl_context: Trust settings for HTTPS; the certifi roots when None (tests pass their own CA).
+        """
+        self._allow_loopback = allow_loopback
+        self._resolver = resolver or resolve_with_getaddrinfo
+        self._clock = clock or SystemClock()
+        self._connections_per_thread = connections_per_thread
+        # httpcore reads no proxy settings from the environment, so nothing can divert a connection
+        # away from the pinned address.
+        self._ssl_context = ssl_context or httpx.create_ssl_context()
+        self._local = threading.local()
+        # Weak, so the transports of threads that ended do not pile up here.
+        self._transports: weakref.WeakSet[_ThreadTransport] = weakref.WeakSet()
+        self._transports_lock = threading.Lock()
+        # Lookups of every thread; a hung one holds its helper until the system resolver gives up.
+        self._lookups = ThreadPoolExecutor(max_workers=DNS_LOOKUP_THREADS, thread_name_prefix="hookline-dns")
+
+    def close(self) -> None:
+        """Closes every pooled connection of every thread; the client must not be used afterwards."""
+        with self._transports_lock:
+            transports = list(self._transports)
+        for transport in transports:
+            transport.close()
+        self._lookups.shutdown(wait=False, cancel_futures=True)
+
+    def _thread_transport(self) -> _ThreadTransport:
+        """Returns the calling thread's transport, making it on the thread's first delivery."""
+        transport: _ThreadTransport | None = getattr(self._local, "transport", None)
+        if transport is None:
+            transport = _ThreadTransport(self._ssl_context, self._connections_per_thread)
+            self._local.transport = transport
+            with self._transports_lock:
+                self._transports.add(transport)
+        return transport
+
+    def __enter__(self) -> HttpCallbackClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def deliver(self, request: CallbackRequest) -> CallbackResult:
+        """Makes one attempt at request and reports what happened.
+
+        Args:
+            request: The callback; its `timeout_s` bounds the whole attempt, redirects included.
+
+        Returns:
+            The outcome; network and HTTP failures are reported in it, never raised.
+        """
+        started_s = time.monotonic()
+        try:
+            return self._attempt(request, started_s)
+        except UnresolvedHost as exc:
+            return _failure(started_s, "dns_error", str(exc))
+        except UnsafeUrl as exc:
+            return _failure(started_s, "unsafe_url", str(exc), retryable=False)
+        except httpcore.TimeoutException:
+            return _failure(started_s, "timeout", f"no response within {request.timeout_s:g} s")
+        except httpcore.ConnectError as exc:
+            return _failure(started_s, "connect_error", str(exc) or "connection failed")
+        except (httpcore.LocalProtocolError, UnicodeEncodeError) as exc:
+            # The job's own method or headers are not valid HTTP; sending again cannot help.
+            return _failure(started_s, "invalid_request", f"{type(exc).__name__}: {exc}", retryable=False)
+        except (httpcore.NetworkError, httpcore.ProtocolError, OSError) as exc:
+            return _failure(started_s, "transport_error", f"{type(exc).__name__}: {exc}")
+
+    def _attempt(self, request: CallbackRequest, started_s: float) -> CallbackResult:
+        """Sends request, following same-origin redirects; raises transport errors to `deliver`."""
+        deadline_s = started_s + request.timeout_s
+        url, method, body = request.url, request.method.upper(), request.body
+        headers = _outgoing_headers(request.headers)
+        for redirects in range(MAX_SAME_HOST_REDIRECTS + 1):
+            target = check_url(
+                url, self._allow_loopback, lambda host, port: self._lookup(host, port, deadline_s)
+            )
+            response = self._send(target, method, headers, body, deadline_s)
+            location = response.headers.get("location") if response.status in REDIRECT_STATUSES else None
+            if location is None:
+                return self._result(response, started_s)
+            next_url = urljoin(url, location)
+            refusal = _redirect_refusal(target, next_url)
+            if refusal is not None:
+                return CallbackResult(
+                    status_code=response.status,
+                    latency_ms=_elapsed_ms(started_s),
+                    error_class="redirect_refused",
+                    error_message=refusal,
+                )
+            if redirects == MAX_SAME_HOST_REDIRECTS:
+                break
+            method, body = _redirected_method(response.status, method, body)
+            url = next_url
+        message = f"more than {MAX_SAME_HOST_REDIRECTS} redirects (last status {response.status})"
+        return _failure(started_s, "too_many_redirects", message, retryable=False)
+
+    def _lookup(self, host: str, port: int, deadline_s: float) -> Sequence[str]:
+        """Resolves host on a helper thread, waiting no longer than the attempt's deadline."""
+        remaining_s = deadline_s - time.monotonic()
+        if remaining_s <= 0:
+            raise httpcore.ConnectTimeout(f"no time left to resolve {host!r}")
+        lookup = self._lookups.submit(self._resolver, host, port)
+        try:
+            return lookup.result(timeout=remaining_s)
+        except TimeoutError:  # the lookup's own OSErrors pass through: they are not the wait's timeout
+            if not lookup.done():
+                raise httpcore.ConnectTimeout(f"resolving {host!r} outlasted the attempt") from None
+            raise
+
+    def _send(
+        self,
+        target: ResolvedTarget,
+        method: str,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        deadline_s: float,
+    ) -> _Response:
+        """Sends one HTTP request to the pinned address and reads at most the preview of the body."""
+        remaining_s = deadline_s - time.monotonic()
+        if remaining_s <= 0:
+            raise httpcore.PoolTimeout("callback attempt ran out of time")
+        host = f"[{target.host}]" if ":" in target.host else target.host
+        if target.port != (443 if target.scheme == "https" else 80):
+            host = f"{host}:{target.port}"
+        framing = [(b"Host", host.encode("ascii"))]
+        if body or method in _METHODS_WITH_BODY:
+            framing.append((b"Content-Length", str(len(body)).encode("ascii")))
+        url = httpcore.URL(
+            scheme=target.scheme.encode("ascii"),
+            host=target.host.encode("ascii"),
+            port=target.port,
+            target=target.path_and_query.encode("ascii"),
+        )
+        timeouts = dict.fromkeys(("connect", "read", "write", "pool"), remaining_s)
+        transport = self._thread_transport()
+        with (
+            transport.pinned(_Pin(target.host, target.port, target.ip, deadline_s)),
+            transport.pool.stream(
+                method, url, headers=framing + headers, content=body, extensions={"timeout": timeouts}
+            ) as response,
+        ):
+            preview = _read_preview(response.iter_stream())
+            response_headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in response.headers}
+        return _Response(response.status, response_headers, preview)
+
+    def _result(self, response: _Response, started_s: float) -> CallbackResult:
+        """Turns a final (non-redirect) response into a result."""
+        return CallbackResult(
+            status_code=response.status,
+            latency_ms=_elapsed_ms(started_s),
+            response_preview=response.preview.decode("utf-8", errors="replace"),
+            retry_after_s=parse_retry_after(response.headers.get("retry-after"), self._clock.now_ms()),
+        )
+
+
+def parse_retry_after(value: str | None, now_ms: int) -> float | None:
+    """Turns a Retry-After header (delay in seconds or an HTTP-date) into seconds from now.
+
+    Args:
+        value: The header value, or None when absent.
+        now_ms: The current wall time in Unix milliseconds, to measure an HTTP-date against.
+
+    Returns:
+        Seconds to wait, clamped to [0, MAX_RETRY_AFTER_S]; None when absent or unparseable.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        delay_s = float(value)
+    else:
+        try:
+            moment = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if moment.tzinfo is None:
+            return None
+        delay_s = moment.timestamp() - now_ms / 1000
+    return min(max(delay_s, 0.0), float(MAX_RETRY_AFTER_S))
+
+
+def _read_preview(chunks: Iterable[bytes]) -> bytes:
+    """Reads the body until it ends or exceeds the preview size, so a huge body is never held.
+
+    Reading to the end of a short body lets the connection return to the pool; stopping early makes
+    the pool close it instead, which is the price of not downloading the rest.
+    """
+    preview = bytearray()
+    for chunk in chunks:
+        preview += chunk
+        if len(preview) > RESPONSE_BODY_PREVIEW_BYTES:
+            break
+    return bytes(preview[:RESPONSE_BODY_PREVIEW_BYTES])
+
+
+def _outgoing_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """Encodes the job's headers, dropping the ones Hookline sets and adding a default User-Agent."""
+    encoded = [
+        (name.encode("utf-8"), value.encode("utf-8"))
+        for name, value in headers.items()
+        if name.lower() not in _RESERVED_HEADERS
+    ]
+    if not any(name.lower() == "user-agent" for name in headers):
+        encoded.append((b"User-Agent", USER_AGENT.encode("ascii")))
+    return encoded
+
+
+def _redirect_refusal(current: ResolvedTarget, next_url: str) -> str | None:
+    """Says why a redirect to next_url must not be followed, or None when it stays on the same origin."""
+    try:
+        next_origin = parse_url(next_url).origin
+    except UnsafeUrl as exc:
+        return f"redirect to an unusable URL refused: {exc}"
+    if next_origin != current.origin:
+        scheme, host, port = next_origin
+        return f"redirect to another origin {scheme}://{host}:{port} refused"
+    return None
+
+
+def _redirected_method(status: int, method: str, body: bytes) -> tuple[str, bytes]:
+    """Returns the method and body for the next hop, as browsers and httpx do.
+
+    303 always becomes GET (except HEAD), 301/302 turn POST into GET, 307/308 keep both.
+    """
+    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+        return "GET", b""
+    return method, body
+
+
+def _failure(started_s: float, error_class: str, message: str, retryable: bool = True) -> CallbackResult:
+    """Builds the result of an attempt that got no usable response."""
+    return CallbackResult(
+        status_code=None,
+        latency_ms=_elapsed_ms(started_s),
+        error_class=error_class,
+        error_message=message,
+        retryable_error=retryable,
+    )
+
+
+def _elapsed_ms(started_s: float) -> int:
+    """Returns whole milliseconds since started_s (a time.monotonic() value)."""
+    return int((time.monotonic() - started_s) * 1000)

@@ -1,0 +1,268 @@
+"""The job, its request, its flow-control settings and its execution records."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from hookline.domain import constants
+
+HttpMethod = Literal["POST", "PUT", "PATCH", "GET", "DELETE"]
+
+# Headers a client may not set: they belong to the transport or to the signature.
+_RESERVED_HEADER_PREFIXES = ("webhook-", "hookline-")
+_RESERVED_HEADERS = frozenset(
+    {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer"}
+)
+
+
+class JobStatus(StrEnum):
+    """Where a job is in its life (see DESIGN.md, job state machine)."""
+
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    DEAD = "dead"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_live(self) -> bool:
+        """Tells whether the job can still fire (and so must be indexed in Redis)."""
+        return self in (JobStatus.SCHEDULED, JobStatus.RUNNING)
+
+
+class RateLimit(BaseModel):
+    """At most `limit` deliveries for `key` in any window of `period_s` seconds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    key: str = Field(min_length=1, max_length=128, pattern=r"^[^\s/]+$")
+    limit: int = Field(ge=1, le=100_000)
+    period_s: float = Field(gt=0, le=86_400)
+
+
+class ConcurrencyLimit(BaseModel):
+    """At most `limit` deliveries for `key` in flight at once."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    key: str = Field(min_length=1, max_length=128, pattern=r"^[^\s/]+$")
+    limit: int = Field(ge=1, le=10_000)
+
+
+class JobRequest(BaseModel):
+    """What a client sends to create a job (POST /v1/jobs)."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(
+        min_length=1,
+        max_length=2048,
+        description="http(s) URL to call.",
+        # In the schema for clients and fuzzers; the validator below gives the clearer message.
+        json_schema_extra={"pattern": "^[Hh][Tt][Tt][Pp][Ss]?://"},
+    )
+    method: HttpMethod = "POST"
+    headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
+    body: Any = Field(
+        default=None,
+        description="A string is sent as-is; any other JSON value is sent as JSON.",
+    )
+    delay_s: float | None = Field(default=None, ge=0, le=constants.MAX_DELAY_S)
+    run_at: datetime | None = Field(default=None, description="RFC 3339 time with an offset.")
+    max_attempts: int = Field(default=constants.DEFAULT_MAX_ATTEMPTS, ge=1, le=constants.MAX_ATTEMPTS_LIMIT)
+    min_backoff_s: float = Field(default=constants.DEFAULT_MIN_BACKOFF_S, gt=0, le=86_400)
+    max_backoff_s: float = Field(default=constants.DEFAULT_MAX_BACKOFF_S, gt=0, le=86_400)
+    timeout_s: float = Field(default=constants.DEFAULT_TIMEOUT_S, ge=1, le=constants.MAX_TIMEOUT_S)
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=128)
+    rate_limit: RateLimit | None = None
+    max_concurrency: ConcurrencyLimit | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        lowered = value.lower()
+        if not (lowered.startswith("http://") or lowered.startswith("https://")):
+            raise ValueError("url must start with http:// or https://")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _allowed_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > constants.MAX_HEADERS:
+            raise ValueError(f"at most {constants.MAX_HEADERS} headers")
+        for name, header_value in value.items():
+            lowered = name.lower()
+            if not name or any(c in name for c in " :\r\n") or any(c in header_value for c in "\r\n"):
+                raise ValueError(f"header {name!r} is not a valid header")
+            if lowered in _RESERVED_HEADERS or lowered.startswith(_RESERVED_HEADER_PREFIXES):
+                raise ValueError(f"header {name!r} is set by Hookline and cannot be given")
+        return value
+
+    @field_validator("run_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("run_at needs a UTC offset (RFC 3339), for example 2026-01-01T00:00:00Z")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.delay_s is not None and self.run_at is not None:
+            raise ValueError("give delay_s or run_at, not both")
+        if self.min_backoff_s > self.max_backoff_s:
+            raise ValueError("min_backoff_s must not exceed max_backoff_s")
+        if len(self.encoded_body().encode()) > constants.MAX_BODY_BYTES:
+            raise ValueError(f"body exceeds {constants.MAX_BODY_BYTES} bytes")
+        return self
+
+    def encoded_body(self) -> str:
+        """Returns the exact text that will be sent as the callback's body."""
+        if self.body is None:
+            return ""
+        if isinstance(self.body, str):
+            return self.body
+        return json.dumps(self.body, separators=(",", ":"), ensure_ascii=False)
+
+    def due_ms(self, now_ms: int) -> int:
+        """Returns when the first attempt is due, in ms since the epoch."""
+        if self.run_at is not None:
+            return int(self.run_at.timestamp() * 1000)
+        if self.delay_s is not None:
+            return now_ms + int(self.delay_s * 1000)
+        return now_ms
+
+
+@dataclass(frozen=True)
+class FlowControl:
+    """The limiter settings a delivery must pass; carried in the Redis member so no read is needed."""
+
+    rate_key: str | None = None
+    rate_limit: int = 0
+    rate_period_ms: int = 0
+    concurrency_key: str | None = None
+    concurrency_limit: int = 0
+
+    @property
+    def is_empty(self) -> bool:
+        """Tells whether no limiter applies."""
+        return self.rate_key is None and self.concurrency_key is None
+
+    def encode(self) -> str:
+        """Returns a compact, deterministic text form."""
+        return json.dumps(
+            [
+                self.rate_key,
+                self.rate_limit,
+                self.rate_period_ms,
+                self.concurrency_key,
+                self.concurrency_limit,
+            ],
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def decode(cls, text: str) -> FlowControl:
+        """Parses the form made by encode()."""
+        rate_key, rate_limit, rate_period_ms, concurrency_key, concurrency_limit = json.loads(text)
+        return cls(rate_key, int(rate_limit), int(rate_period_ms), concurrency_key, int(concurrency_limit))
+
+
+@dataclass(frozen=True)
+class Member:
+    """A job's entry in the Redis indexes: `tenant/job_id/generation[/flow]`.
+
+    The generation makes every (re)schedule a distinct member, so a stale entry can be recognised and dropped.
+    """
+
+    tenant: str
+    job_id: str
+    generation: int
+    flow: FlowControl = field(default_factory=FlowControl)
+
+    def encode(self) -> str:
+        """Returns the member string stored in ZSETs and stream entries."""
+        base = f"{self.tenant}/{self.job_id}/{self.generation}"
+        return base if self.flow.is_empty else f"{base}/{self.flow.encode()}"
+
+    @classmethod
+    def decode(cls, text: str) -> Member:
+        """Parses the string made by encode()."""
+        parts = text.split("/", 3)
+        flow = FlowControl.decode(parts[3]) if len(parts) == 4 else FlowControl()
+        return cls(parts[0], parts[1], int(parts[2]), flow)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job as stored in DynamoDB (the source of truth)."""
+
+    tenant: str
+    job_id: str
+    status: JobStatus
+    generation: int
+    attempt: int
+    max_attempts: int
+    url: str
+    method: str
+    headers: dict[str, str]
+    body: str
+    due_ms: int
+    created_ms: int
+    updated_ms: int
+    min_backoff_ms: int
+    max_backoff_ms: int
+    timeout_ms: int
+    shard: int
+    idempotency_key: str | None = None
+    flow: FlowControl = field(default_factory=FlowControl)
+    lease_expires_at_ms: int | None = None
+    last_status_code: int | None = None
+    last_error: str | None = None
+    schedule_id: str | None = None
+    fire_time_ms: int | None = None
+    # Attempts made before the current run (a replay starts a new run with a fresh budget). `attempt`
+    # itself never resets, so every attempt keeps its own execution record.
+    attempt_base: int = 0
+
+    @property
+    def run_attempt(self) -> int:
+        """Returns the number of the latest attempt within the current run (1-based; 0 before any)."""
+        return self.attempt - self.attempt_base
+
+    def member(self) -> Member:
+        """Returns this job's Redis index member for its current generation."""
+        return Member(self.tenant, self.job_id, self.generation, self.flow)
+
+    def with_changes(self, **changes: Any) -> Job:
+        """Returns a copy with the given fields replaced."""
+        return replace(self, **changes)
+
+
+class ExecutionOutcome(StrEnum):
+    """How one attempt ended."""
+
+    SUCCEEDED = "succeeded"
+    RETRYABLE = "retryable"
+    PERMANENT = "permanent"
+    LEASE_EXPIRED = "lease_expired"
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One delivery attempt of a job, as recorded in the executions table."""
+
+    tenant: str
+    job_id: str
+    attempt: int
+    generation: int
+    started_ms: int  # when the attempt was admitted (limiters passed)
+    finished_ms: int
+    outcome: ExecutionOutcome
+    latency_ms: int = 0  # the HTTP exchange alone
+    status_code: int | None = None
+    error_class: str | None = None
+    error_message: str | None = None
+    response_preview: str | None = None

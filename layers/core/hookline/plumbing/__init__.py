@@ -1,0 +1,1 @@
+"""Plumbing: settings from the environment, the composition root, invocation deadlines."""

@@ -1,0 +1,91 @@
+"""Runtime settings, read from the environment that template.yaml (or the local stack) sets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hookline.domain import constants
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _optional_int(value: str | None) -> int | None:
+    return int(value) if value else None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Endpoints, names and tunables of one deployment."""
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    jobs_table: str = "hookline-jobs"
+    executions_table: str = "hookline-executions"
+    api_keys_table: str = "hookline-api-keys"
+    aws_endpoint_url: str | None = None
+    aws_region: str = "us-east-1"
+    shards: int = 1
+    allow_loopback: bool = False
+    executor_concurrency: int = 32
+    # A pending entry idle this long is re-delivered; a claim still fails while the job's own lease runs.
+    redeliver_after_ms: int = 60_000
+    max_deliveries: int = 5
+    # A claim's lease is the job's timeout plus this margin; only then may another executor take it over.
+    lease_margin_ms: int = int(constants.LEASE_MARGIN_S * 1000)
+    promoter_max_sleep_ms: int = constants.PROMOTER_MAX_SLEEP_MS
+    tenant_max_concurrency: int | None = None
+    # API requests per second per API key, unless the key record sets its own `rate_limit_per_s`.
+    api_rate_limit_per_s: int = 100
+    tenant_rate_limit_per_s: int | None = None
+    # The function the promoter invokes to fan out executors; None starts no extra executors.
+    execute_function: str | None = None
+    # Cron: the shortest gap between two occurrences of a schedule (1000 ms: cron's own limit, so no floor),
+    # per-tenant overrides as "tenant=ms,tenant=ms", and how late an occurrence may fire before it counts
+    # as missed (then the schedule's catch-up policy applies). Keep the grace above the claim expiry
+    # (usecases/cron.py CLAIM_TTL_MS) so a crashed promoter's occurrences still fire.
+    cron_min_interval_ms: int = 1000
+    cron_tenant_min_interval_ms: str = ""
+    cron_misfire_grace_ms: int = 30_000
+
+    def cron_tenant_floors_ms(self) -> dict[str, int]:
+        """Returns the per-tenant frequency floors parsed from "tenant=ms,tenant=ms"."""
+        floors: dict[str, int] = {}
+        for pair in filter(None, (part.strip() for part in self.cron_tenant_min_interval_ms.split(","))):
+            tenant, _, value = pair.partition("=")
+            floors[tenant.strip()] = int(value)
+        return floors
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Builds settings from HOOKLINE_* variables, falling back to the defaults above."""
+        env = os.environ if env is None else env
+        default = cls()
+        return cls(
+            redis_url=env.get("HOOKLINE_REDIS_URL", default.redis_url),
+            jobs_table=env.get("HOOKLINE_JOBS_TABLE", default.jobs_table),
+            executions_table=env.get("HOOKLINE_EXECUTIONS_TABLE", default.executions_table),
+            api_keys_table=env.get("HOOKLINE_API_KEYS_TABLE", default.api_keys_table),
+            aws_endpoint_url=env.get("HOOKLINE_AWS_ENDPOINT") or None,
+            aws_region=env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", default.aws_region)),
+            shards=int(env.get("HOOKLINE_SHARDS", default.shards)),
+            allow_loopback=_flag(env.get("HOOKLINE_ALLOW_LOOPBACK")),
+            executor_concurrency=int(env.get("HOOKLINE_EXECUTOR_CONCURRENCY", default.executor_concurrency)),
+            redeliver_after_ms=int(env.get("HOOKLINE_REDELIVER_AFTER_MS", default.redeliver_after_ms)),
+            max_deliveries=int(env.get("HOOKLINE_MAX_DELIVERIES", default.max_deliveries)),
+            lease_margin_ms=int(env.get("HOOKLINE_LEASE_MARGIN_MS", default.lease_margin_ms)),
+            promoter_max_sleep_ms=int(
+                env.get("HOOKLINE_PROMOTER_MAX_SLEEP_MS", default.promoter_max_sleep_ms)
+            ),
+            tenant_max_concurrency=_optional_int(env.get("HOOKLINE_TENANT_MAX_CONCURRENCY")),
+            api_rate_limit_per_s=int(env.get("HOOKLINE_API_RATE_LIMIT_PER_S", default.api_rate_limit_per_s)),
+            tenant_rate_limit_per_s=_optional_int(env.get("HOOKLINE_TENANT_RATE_LIMIT_PER_S")),
+            execute_function=env.get("HOOKLINE_EXECUTE_FUNCTION") or None,
+            cron_min_interval_ms=int(env.get("HOOKLINE_CRON_MIN_INTERVAL_MS", default.cron_min_interval_ms)),
+            cron_tenant_min_interval_ms=env.get("HOOKLINE_CRON_TENANT_MIN_INTERVAL_MS", ""),
+            cron_misfire_grace_ms=int(
+                env.get("HOOKLINE_CRON_MISFIRE_GRACE_MS", default.cron_misfire_grace_ms)
+            ),
+        )

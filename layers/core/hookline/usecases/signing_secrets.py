@@ -1,0 +1,41 @@
+"""Tenant signing secrets for the executor: created on first use, cached per warm Lambda."""
+
+from __future__ import annotations
+
+from hookline.adapters.dynamo.key_store import DynamoKeyStore, SigningSecrets
+from hookline.domain.clock import Clock
+from hookline.domain.signing import new_signing_secret
+
+# A rotation becomes visible to warm executors within this bound; rotations keep the old secret longer.
+SECRETS_CACHE_TTL_MS = 60_000
+
+
+class SigningSecretProvider:
+    """Returns the secrets to sign a tenant's callbacks with."""
+
+    def __init__(self, store: DynamoKeyStore, clock: Clock, cache_ttl_ms: int = SECRETS_CACHE_TTL_MS) -> None:
+        self._store = store
+        self._clock = clock
+        self._cache_ttl_ms = cache_ttl_ms
+        self._cache: dict[str, tuple[SigningSecrets, int]] = {}
+
+    def secrets_for(self, tenant: str) -> list[str]:
+        """Returns the active secrets (two during a rotation), creating the tenant's first one if needed."""
+        now_ms = self._clock.now_ms()
+        cached = self._cache.get(tenant)
+        if cached is None or now_ms - cached[1] >= self._cache_ttl_ms:
+            cached = (self._load(tenant, now_ms), now_ms)
+            self._cache[tenant] = cached
+        return cached[0].active(now_ms)
+
+    def _load(self, tenant: str, now_ms: int) -> SigningSecrets:
+        found = self._store.get_signing_secrets(tenant)
+        if found is not None:
+            return found
+        # Two executors may race to create it: the conditional put lets one win, and both read the winner.
+        self._store.put_signing_secrets(
+            tenant, SigningSecrets(new_signing_secret()), now_ms, only_if_missing=True
+        )
+        created = self._store.get_signing_secrets(tenant)
+        assert created is not None
+        return created

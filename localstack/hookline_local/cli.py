@@ -1,0 +1,138 @@
+"""`hookline dev`: runs the whole stack locally in one terminal until Ctrl-C (or SIGTERM)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from hookline_local.services import ServiceError
+from hookline_local.sink import SINK_PATH
+from hookline_local.stack import DEV_TENANT, LocalStack, StackOptions
+
+
+def add_dev_commands(commands: Any) -> None:
+    """Adds `dev` to the top-level parser's subcommands."""
+    defaults = StackOptions()
+    env = os.environ
+    dev = commands.add_parser(
+        "dev",
+        help="run the local stack: API on 127.0.0.1, redis-server, moto, timers (Ctrl-C stops it)",
+        description=__doc__,
+    )
+    dev.add_argument("--port", type=int, default=int(env.get("HOOKLINE_DEV_PORT", defaults.port)))
+    dev.add_argument(
+        "--redis-port", type=int, default=int(env.get("HOOKLINE_DEV_REDIS_PORT", defaults.redis_port))
+    )
+    dev.add_argument(
+        "--aws-port",
+        type=int,
+        default=int(env.get("HOOKLINE_DEV_AWS_PORT", defaults.aws_port)),
+        help="moto's port (ignored when HOOKLINE_AWS_ENDPOINT names another endpoint, e.g. LocalStack)",
+    )
+    dev.add_argument(
+        "--state-dir",
+        type=Path,
+        default=Path(env.get("HOOKLINE_DEV_DIR", defaults.state_dir)),
+        help="where redis' directory, logs and dev.env go (default: .hookline/ in the project)",
+    )
+    dev.add_argument(
+        "--max-executors",
+        type=int,
+        default=defaults.max_executors,
+        help="execute invocations running at once, scheduled and fanned out",
+    )
+    dev.add_argument(
+        "--api-sandboxes",
+        type=int,
+        default=defaults.api_sandboxes,
+        help="worker processes serving API requests, one request each at a time (Lambda sandboxes)",
+    )
+    dev.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    # The stack sends what the functions print to its log; this command's own output stays here.
+    console = sys.stdout
+    stack = LocalStack(
+        StackOptions(
+            port=args.port,
+            redis_port=args.redis_port,
+            aws_port=args.aws_port,
+            aws_endpoint=os.environ.get("HOOKLINE_AWS_ENDPOINT") or None,
+            state_dir=args.state_dir.resolve(),
+            max_executors=args.max_executors,
+            api_sandboxes=args.api_sandboxes,
+        ),
+        report=lambda line: print(line, file=console, flush=True),
+    )
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    print("starting the Hookline local stack ...", file=console, flush=True)
+    try:
+        stack.start()
+    except ServiceError as error:
+        print(f"hookline dev: {error}", file=sys.stderr, flush=True)
+        return 1
+    print(banner(stack), file=console, flush=True)
+    stop.wait()
+    print("stopping ...", file=console, flush=True)
+    stack.stop()
+    print("stopped", file=console, flush=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Invocations cannot be cancelled (nor can Lambda's); their threads end with the process instead of
+    # holding its exit until their callbacks time out.
+    os._exit(0)
+
+
+def banner(stack: LocalStack) -> str:
+    """Returns the start-up text: what runs where, the development key, and a request to try."""
+    options, pids = stack.options, stack.pids
+    env_file = _shown_path(stack.env_file)
+    job = json.dumps({"url": f"{stack.api_url}{SINK_PATH}", "body": {"hello": "world"}, "delay_s": 2})
+    timers = ", ".join(f"{function_id} every {rate_s} s" for function_id, rate_s in stack.timers)
+    aws = stack.environment["HOOKLINE_AWS_ENDPOINT"]
+    aws_pid = f"moto pid {pids['moto']}" if "moto" in pids else "external endpoint"
+    return f"""
+Hookline local stack is running (pid {pids["hookline dev"]}); Ctrl-C stops it.
+
+  API        {stack.api_url}  ({stack.route_count} routes from template.yaml, request bin at {SINK_PATH})
+  Redis      {stack.environment["HOOKLINE_REDIS_URL"]}  (redis pid {pids["redis"]})
+  AWS        {aws}  ({aws_pid}; tables from template.yaml)
+  timers     {timers}; fan-out up to {options.max_executors} executors
+
+  tenant          {DEV_TENANT}
+  API key         {stack.api_key}
+  signing secret  {stack.signing_secret}
+  environment     {env_file}  (for the CLI: set -a; . {env_file}; set +a; hookline keys list)
+  function logs   {_shown_path(stack.function_log)}
+
+Schedule a callback to the request bin, 2 s from now:
+
+  curl -s {stack.api_url}/v1/jobs -H 'Authorization: Bearer {stack.api_key}' \\
+    -H 'Content-Type: application/json' -d '{job}'
+
+See it arrive (with "signature_valid": true):
+
+  curl -s {stack.api_url}{SINK_PATH}
+"""
+
+
+def _shown_path(path: Path) -> str:
+    """Returns path relative to the working directory when it lies below it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
