@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from hookline.adapters.dynamo.key_store import DynamoKeyStore, SigningSecrets
+from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.domain.clock import SystemClock
+from hookline.domain.keys import SigningSecrets
 from hookline.domain.signing import new_signing_secret
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container, dynamodb_client

@@ -1,21 +1,56 @@
-"""The small interfaces the use cases depend on; adapters (Redis, DynamoDB, httpx) implement them."""
+"""Every interface the use cases depend on, in one place; adapters (Redis, DynamoDB, HTTP) implement them.
+
+The values that cross these interfaces live in hookline.domain (delivery, keys, models, callbacks), so a use
+case never imports an adapter and a fake (tests/fakes) can stand in for any port. `make lint` checks it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from hookline.adapters.dynamo.job_store import Claim, Finish
-from hookline.adapters.redis.index import LimiterVerdict, PromoteResult, RedeliverResult, StreamEntry
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
+from hookline.domain.cron.schedule import Schedule, ScheduleMember
+from hookline.domain.delivery import (
+    Claim,
+    CronClaim,
+    CronClaimResult,
+    Finish,
+    LimiterVerdict,
+    PromoteResult,
+    RedeliverResult,
+    Slot,
+    StreamEntry,
+    TickResult,
+)
+from hookline.domain.keys import KeyRecord, SigningSecrets
 from hookline.domain.models import Execution, Job, JobStatus, Member
+
+# Checks that a callback URL may be called (raises UnsafeUrl or UnresolvedHost); returns nothing useful.
+UrlChecker = Callable[[str], object]
+
+
+class Clock(Protocol):
+    """Tells the current time (hookline.domain.clock has the system and frozen clocks)."""
+
+    def now_ms(self) -> int:
+        """Returns milliseconds since the Unix epoch."""
+        ...
+
+
+class InvocationContext(Protocol):
+    """The part of a Lambda context the loops need."""
+
+    def get_remaining_time_in_millis(self) -> int:
+        """Returns how long the invocation may still run."""
+        ...
 
 
 class CallbackClient(Protocol):
     """Delivers callbacks over HTTP."""
 
     def deliver(self, request: CallbackRequest) -> CallbackResult:
-        """Makes one attempt and reports what happened; never raises for network or HTTP errors."""
+        """Makes one attempt and reports what happened; never raises for anything the receiver does."""
         ...
 
 
@@ -54,6 +89,10 @@ class JobAdminStore(Protocol):
         """Returns the tenant's job or raises NotFound."""
         ...
 
+    def executions(self, tenant: str, job_id: str) -> list[Execution]:
+        """Returns every recorded attempt of a job, oldest first."""
+        ...
+
     def list_jobs(
         self, tenant: str, status: JobStatus | None, after_job_id: str | None, limit: int
     ) -> tuple[list[Job], str | None]:
@@ -69,11 +108,83 @@ class JobAdminStore(Protocol):
         ...
 
 
-class LiveIndex(Protocol):
-    """The live indexes and limiters (Redis)."""
+class ScheduleStore(Protocol):
+    """Schedules and their instances, as the promoter and the reaper use them (DynamoDB)."""
+
+    def get(self, tenant: str, schedule_id: str) -> Schedule:
+        """Returns the schedule or raises NotFound."""
+        ...
+
+    def create_instance(self, job: Job) -> bool:
+        """Stores an occurrence's job unless it exists; True when created."""
+        ...
+
+    def active(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Schedule], Any]:
+        """Returns a page of a shard's active schedules."""
+        ...
+
+    def last_fire_ms(self, tenant: str, schedule_id: str) -> int | None:
+        """Returns the fire time of the schedule's newest instance."""
+        ...
+
+    def retire(self, schedule: Schedule) -> None:
+        """Takes a schedule with no occurrence left out of the active listing."""
+        ...
+
+
+class ScheduleAdminStore(Protocol):
+    """The schedule reads and writes the API makes (DynamoDB)."""
+
+    def create(self, schedule: Schedule, next_fire_ms: int | None) -> None:
+        """Stores a new schedule."""
+        ...
+
+    def get(self, tenant: str, schedule_id: str) -> Schedule:
+        """Returns the schedule or raises NotFound."""
+        ...
+
+    def replace(self, schedule: Schedule, expected_version: int, next_fire_ms: int | None) -> None:
+        """Writes a changed schedule if still at expected_version."""
+        ...
+
+    def delete(self, tenant: str, schedule_id: str) -> Schedule:
+        """Deletes a schedule and returns it as it was."""
+        ...
+
+    def list_page(self, tenant: str, after_id: str | None, limit: int) -> tuple[list[Schedule], str | None]:
+        """Returns a page of the tenant's schedules."""
+        ...
+
+    def instances(
+        self, tenant: str, schedule_id: str, after_job_id: str | None, limit: int
+    ) -> tuple[list[Job], str | None]:
+        """Returns a page of the jobs a schedule created."""
+        ...
+
+
+class KeyReader(Protocol):
+    """API key records and tenant signing secrets (DynamoDB)."""
+
+    def get_key(self, key_id: str) -> KeyRecord | None:
+        """Returns the key's record, None when unknown."""
+        ...
+
+    def get_signing_secrets(self, tenant: str) -> SigningSecrets | None:
+        """Returns the tenant's signing secrets, None before the first."""
+        ...
+
+    def put_signing_secrets(
+        self, tenant: str, secrets: SigningSecrets, now_ms: int, *, only_if_missing: bool = ...
+    ) -> bool:
+        """Stores the tenant's signing secrets; with only_if_missing, False when some already exist."""
+        ...
+
+
+class DueIndex(Protocol):
+    """The due-time index: members waiting for their time, promoted onto the ready stream when due (Redis)."""
 
     def index(self, member: Member, shard: int, due_ms: int, now_ms: int) -> bool:
-        """Indexes a member for its due time."""
+        """Indexes a member for its due time; True when it went straight onto the ready stream."""
         ...
 
     def unindex(self, member: Member, shard: int) -> bool:
@@ -90,6 +201,22 @@ class LiveIndex(Protocol):
 
     def poll_wake(self, shards: Sequence[int]) -> bool:
         """Takes a wake token without blocking."""
+        ...
+
+    def indexed_members(self, shard: int, members: Sequence[Member]) -> list[bool]:
+        """Tells which members the due or in-flight index holds."""
+        ...
+
+    def depth(self, shard: int) -> tuple[int, int]:
+        """Returns (due, in-flight) counts."""
+        ...
+
+
+class ReadyStream(Protocol):
+    """The ready stream and its consumer group: deliveries, their leases and their ends (Redis)."""
+
+    def ensure_group(self, shard: int) -> None:
+        """Creates the consumer group if missing."""
         ...
 
     def read_ready(self, shards: Sequence[int], count: int, block_ms: int) -> list[StreamEntry]:
@@ -120,28 +247,6 @@ class LiveIndex(Protocol):
         """Re-adds deliveries whose lease expired."""
         ...
 
-    def admit_rate(self, key: str, now_ms: int, limit: int, period_ms: int, token: str) -> LimiterVerdict:
-        """Asks a rate limiter."""
-        ...
-
-    def acquire_slot(
-        self, key: str, now_ms: int, limit: int, token: str, lease_expires_ms: int
-    ) -> LimiterVerdict:
-        """Asks a concurrency limiter."""
-        ...
-
-    def release_slots(self, slots: Sequence[tuple[str, str]]) -> None:
-        """Frees concurrency slots."""
-        ...
-
-    def indexed_members(self, shard: int, members: Sequence[Member]) -> list[bool]:
-        """Tells which members some index holds."""
-        ...
-
-    def ensure_group(self, shard: int) -> None:
-        """Creates the consumer group if missing."""
-        ...
-
     def prune_consumers(self, shard: int, idle_ms: int) -> int:
         """Deletes idle consumers that hold nothing."""
         ...
@@ -150,8 +255,71 @@ class LiveIndex(Protocol):
         """Trims the dead stream."""
         ...
 
-    def depth(self, shard: int) -> tuple[int, int]:
-        """Returns (due, in-flight) counts."""
+
+class Limiters(Protocol):
+    """Per-tenant rate windows and concurrency semaphores, and the API's per-key rate (Redis)."""
+
+    def admit_rate(
+        self, tenant: str, name: str, now_ms: int, limit: int, period_ms: int, token: str
+    ) -> LimiterVerdict:
+        """Asks the tenant's named rate window to admit one more event."""
+        ...
+
+    def acquire_slot(self, slot: Slot, now_ms: int, limit: int, lease_expires_ms: int) -> LimiterVerdict:
+        """Asks the slot's semaphore for a place held until lease_expires_ms or release."""
+        ...
+
+    def release_slots(self, slots: Sequence[Slot]) -> None:
+        """Frees concurrency slots."""
+        ...
+
+    def admit_api_call(
+        self, key_id: str, now_ms: int, limit: int, period_ms: int, token: str
+    ) -> LimiterVerdict:
+        """Asks an API key's rate window to admit one more request."""
+        ...
+
+
+class CronIndex(Protocol):
+    """The cron ZSET and its claims (Redis)."""
+
+    def claim_cron(self, shard: int, now_ms: int, claim_until_ms: int, batch: int) -> CronClaimResult:
+        """Claims due schedules."""
+        ...
+
+    def advance_cron(self, shard: int, claim: CronClaim, next_fire_ms: int | None) -> bool:
+        """Ends a claim by moving the schedule to its next fire time (None removes it)."""
+        ...
+
+    def set_cron(
+        self,
+        shard: int,
+        old: ScheduleMember | None,
+        new: ScheduleMember | None,
+        next_fire_ms: int | None,
+        only_if_absent: bool = ...,
+    ) -> bool:
+        """Replaces a schedule version in the ZSET."""
+        ...
+
+    def cron_scores(self, shard: int, members: Sequence[ScheduleMember]) -> list[int | None]:
+        """Returns each member's score, None when absent."""
+        ...
+
+
+class CronPass(Protocol):
+    """Fires due cron schedules; runs inside every promoter tick (usecases/cron.py CronRunner)."""
+
+    def tick(self, now_ms: int) -> TickResult:
+        """Handles one batch of due schedules: moved = instances created, next_due_ms = next fire."""
+        ...
+
+
+class ExecutorLauncher(Protocol):
+    """Starts executor invocations that run beside the scheduled ones."""
+
+    def launch(self, count: int) -> int:
+        """Starts up to count executors; returns how many it started."""
         ...
 
 

@@ -9,7 +9,8 @@ import pytest
 import redis
 
 from hookline.adapters.redis import keys as redis_keys
-from hookline.adapters.redis.index import RedisIndex, StreamEntry
+from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.delivery import StreamEntry
 
 SHARD = 0
 DUE = redis_keys.due_key(SHARD)

@@ -12,12 +12,20 @@ import pytest
 import redis
 
 from hookline.adapters.redis import keys as redis_keys
-from hookline.adapters.redis.index import LimiterVerdict, RedisIndex
+from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.delivery import LimiterVerdict, Slot
 from tests.integration.lua.conftest import zset
 
 pytestmark = pytest.mark.integration
 
-KEY = redis_keys.concurrency_key("t", "partner-api")
+TENANT, NAME = "t", "partner-api"
+KEY = redis_keys.concurrency_key(TENANT, NAME)
+
+
+def _slot(token: str) -> Slot:
+    return Slot(TENANT, NAME, token)
+
+
 ADMITTED = (True, 0)
 CLOCK_TOLERANCE_MS = 2  # PTTL and the wall clock are read a moment apart, each rounded down to the ms
 
@@ -137,7 +145,7 @@ def test_acquire_slot(
     _seed_holders(redis_client, {t: now_ms + offset for t, offset in holders.items()})
 
     verdict = redis_index.acquire_slot(
-        KEY, now_ms=now_ms, limit=limit, token=token, lease_expires_ms=now_ms + lease_ms
+        _slot(token), now_ms=now_ms, limit=limit, lease_expires_ms=now_ms + lease_ms
     )
 
     admitted, retry_at_offset_ms = want_verdict
@@ -152,14 +160,14 @@ def test_given_slot_released_when_acquiring_at_limit_then_admitted(
 ) -> None:
     now_ms = _wall_clock_ms()
     lease = now_ms + 30_000
-    assert redis_index.acquire_slot(KEY, now_ms, 2, "a", lease).admitted
-    assert redis_index.acquire_slot(KEY, now_ms, 2, "b", lease + 1).admitted
-    assert redis_index.acquire_slot(KEY, now_ms, 2, "c", lease) == LimiterVerdict(False, lease)
+    assert redis_index.acquire_slot(_slot("a"), now_ms, 2, lease).admitted
+    assert redis_index.acquire_slot(_slot("b"), now_ms, 2, lease + 1).admitted
+    assert redis_index.acquire_slot(_slot("c"), now_ms, 2, lease) == LimiterVerdict(False, lease)
 
-    redis_index.release_slots([(KEY, "a"), (KEY, "never-held")])
+    redis_index.release_slots([_slot("a"), _slot("never-held")])
 
     assert zset(redis_client, KEY) == {"b": lease + 1}
-    assert redis_index.acquire_slot(KEY, now_ms, 2, "c", lease + 2).admitted
+    assert redis_index.acquire_slot(_slot("c"), now_ms, 2, lease + 2).admitted
     assert zset(redis_client, KEY) == {"b": lease + 1, "c": lease + 2}
     assert _key_expiry_ms(redis_client) >= lease + 2
 
@@ -180,8 +188,8 @@ def test_given_caller_clock_behind_redis_when_second_holder_asks_at_limit_one_th
     now_ms = _wall_clock_ms() - 60_000  # caller's clock one minute behind Redis's
     lease_ms = now_ms + 30_000
 
-    assert redis_index.acquire_slot(KEY, now_ms, 1, "a", lease_ms).admitted
-    verdict = redis_index.acquire_slot(KEY, now_ms + 1, 1, "b", lease_ms + 1)
+    assert redis_index.acquire_slot(_slot("a"), now_ms, 1, lease_ms).admitted
+    verdict = redis_index.acquire_slot(_slot("b"), now_ms + 1, 1, lease_ms + 1)
 
     assert verdict == LimiterVerdict(False, lease_ms)
     assert zset(redis_client, KEY) == {"a": lease_ms}

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import redis
 
-from hookline.adapters.redis.index import CronClaim, CronClaimResult, RedisIndex
+from hookline.adapters.redis.index import RedisIndex
 from hookline.domain.cron.schedule import ScheduleMember
+from hookline.domain.delivery import CronClaim, CronClaimResult
 from tests.integration.cron.keys import CRON, SHARD, cron_state, read_cron_state, seed_cron
 
 pytestmark = pytest.mark.integration

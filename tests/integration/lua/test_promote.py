@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import redis
 
-from hookline.adapters.redis.index import PromoteResult, RedisIndex
+from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.delivery import PromoteResult
 from tests.integration.lua.conftest import (
     DUE,
     INFLIGHT,

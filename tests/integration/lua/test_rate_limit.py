@@ -8,12 +8,14 @@ import pytest
 import redis
 
 from hookline.adapters.redis import keys as redis_keys
-from hookline.adapters.redis.index import LimiterVerdict, RedisIndex
+from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.delivery import LimiterVerdict
 from tests.integration.lua.conftest import zset
 
 pytestmark = pytest.mark.integration
 
-KEY = redis_keys.rate_key("t", "partner-api")
+TENANT, NAME = "t", "partner-api"
+KEY = redis_keys.rate_key(TENANT, NAME)
 PERIOD_MS = 1_000
 NO_TTL = -1
 
@@ -99,7 +101,9 @@ def test_rate_limit(
     if log:
         redis_client.zadd(KEY, log)  # seeded without TTL: only an admission sets one
 
-    verdict = redis_index.admit_rate(KEY, now_ms=now_ms, limit=limit, period_ms=PERIOD_MS, token="new")
+    verdict = redis_index.admit_rate(
+        "t", "partner-api", now_ms=now_ms, limit=limit, period_ms=PERIOD_MS, token="new"
+    )
 
     assert verdict == want_verdict
     assert zset(redis_client, KEY) == want_log
@@ -126,7 +130,9 @@ def test_given_300_random_requests_over_10_s_then_never_over_limit_and_admitted_
     refusals: list[tuple[int, int]] = []
 
     for i, now_ms in enumerate(request_times):
-        verdict = redis_index.admit_rate(KEY, now_ms=now_ms, limit=limit, period_ms=PERIOD_MS, token=f"r{i}")
+        verdict = redis_index.admit_rate(
+            "t", "partner-api", now_ms=now_ms, limit=limit, period_ms=PERIOD_MS, token=f"r{i}"
+        )
         if verdict.admitted:
             admitted.append(now_ms)
         else:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hookline.adapters.redis.index import PromoteResult
 from hookline.domain.clock import FrozenClock
+from hookline.domain.delivery import PromoteResult
 from hookline.ports import NullMetrics
 from hookline.usecases.promote import COARSE_WAIT_SLACK_MS, Promoter
 

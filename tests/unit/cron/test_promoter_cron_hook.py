@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from hookline.domain.clock import FrozenClock
+from hookline.domain.delivery import TickResult
 from hookline.ports import NullMetrics
-from hookline.usecases.promote import Promoter, TickResult
+from hookline.usecases.promote import Promoter
 from tests.unit.core.test_promoter import FakeIndex
 
 

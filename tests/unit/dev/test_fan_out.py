@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from hookline.adapters.lambda_launcher import FAN_OUT_EVENT, LambdaLauncher
 from hookline.domain.clock import FrozenClock
 from hookline.ports import NullMetrics
-from hookline.usecases.scale import FAN_OUT_EVENT, ExecutorScaler, FanOutPolicy, LambdaLauncher
+from hookline.usecases.scale import ExecutorScaler, FanOutPolicy
 
 POLICY = FanOutPolicy(
     backlog_per_executor=10, max_launch_per_check=3, check_interval_ms=1_000, cooldown_ms=5_000

@@ -20,7 +20,6 @@ import redis
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hookline.adapters.redis import keys as redis_keys
 from hookline.api.context import container
 from hookline.api.errors import failure_response
 from hookline.domain.errors import Forbidden, HooklineError, InvalidRequest, RateLimited, Unauthorized
@@ -121,9 +120,7 @@ def _check_rate(found: Principal) -> None:
     limit = found.rate_limit_per_s or current.settings.api_rate_limit_per_s
     now_ms = current.clock.now_ms()
     try:
-        verdict = current.index.admit_rate(
-            redis_keys.api_rate_key(found.key_id), now_ms, limit, RATE_WINDOW_MS, uuid.uuid4().hex
-        )
+        verdict = current.index.admit_api_call(found.key_id, now_ms, limit, RATE_WINDOW_MS, uuid.uuid4().hex)
     except redis.RedisError:
         # Fail open: every route's state lives in DynamoDB, which throttles on its own; refusing all
         # traffic because the limiter is down would turn a Redis outage into an API outage.

@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hookline.adapters.dynamo.key_store import DynamoKeyStore, SigningSecrets
+from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.domain.clock import SystemClock
 from hookline.domain.errors import NotFound
+from hookline.domain.keys import SigningSecrets
 from hookline.domain.signing import new_signing_secret
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import dynamodb_client

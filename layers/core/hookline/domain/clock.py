@@ -1,15 +1,9 @@
-"""Clocks: the one place that reads wall time, so the core can be driven by a frozen clock."""
+"""Clocks: the one place that reads wall time, so the core can be driven by a frozen clock.
+
+Both implement hookline.ports.Clock.
+"""
 
 import time
-from typing import Protocol
-
-
-class Clock(Protocol):
-    """Tells the current time."""
-
-    def now_ms(self) -> int:
-        """Returns milliseconds since the Unix epoch."""
-        ...
 
 
 class SystemClock:

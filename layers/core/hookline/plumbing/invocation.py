@@ -2,18 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from hookline.domain import constants
-from hookline.domain.clock import Clock
-
-
-class InvocationContext(Protocol):
-    """The part of a Lambda context the loops need."""
-
-    def get_remaining_time_in_millis(self) -> int:
-        """Returns how long the invocation may still run."""
-        ...
+from hookline.ports import Clock, InvocationContext
 
 
 def deadline_ms(

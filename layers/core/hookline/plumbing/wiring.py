@@ -17,23 +17,18 @@ from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
 from hookline.adapters.http.client import HttpCallbackClient
 from hookline.adapters.http.safety import check_url
+from hookline.adapters.lambda_launcher import LambdaLauncher
 from hookline.adapters.redis.index import RedisIndex
-from hookline.domain.clock import Clock, SystemClock
+from hookline.domain.clock import SystemClock
 from hookline.plumbing.settings import Settings
-from hookline.ports import MetricsSink, NullMetrics
+from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics
 from hookline.usecases.auth import Authenticator
 from hookline.usecases.cron import CronRunner, ScheduleReconciler
 from hookline.usecases.execute import Executor
 from hookline.usecases.manage import JobManager
 from hookline.usecases.promote import Promoter
 from hookline.usecases.reap import Reaper
-from hookline.usecases.scale import (
-    ExecutorLauncher,
-    ExecutorScaler,
-    FanOutPolicy,
-    LambdaLauncher,
-    NoLauncher,
-)
+from hookline.usecases.scale import ExecutorScaler, FanOutPolicy, NoLauncher
 from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline.usecases.submit import JobSubmitter
@@ -182,6 +177,8 @@ class Container:
         return Executor(
             self.jobs,
             self.index,
+            self.index,
+            self.index,
             self.clock,
             self.callbacks,
             SigningSecretProvider(self.keys, self.clock),
@@ -197,6 +194,7 @@ class Container:
         """The reap use case."""
         return Reaper(
             self.jobs,
+            self.index,
             self.index,
             self.clock,
             self.shards,

@@ -8,9 +8,9 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from hookline.adapters.dynamo.key_store import DynamoKeyStore, KeyRecord
-from hookline.domain.clock import Clock
 from hookline.domain.errors import Unauthorized
+from hookline.domain.keys import KeyRecord
+from hookline.ports import Clock, KeyReader
 
 KEY_PREFIX = "hl_"
 _KEY_PATTERN = re.compile(r"^hl_([0-9a-f]{16})_([0-9a-f]{48})$")
@@ -50,7 +50,7 @@ def mint_key(
 class Authenticator:
     """Turns an API key into a Principal, or raises Unauthorized (the same error for every failure)."""
 
-    def __init__(self, store: DynamoKeyStore, clock: Clock, cache_ttl_ms: int = KEY_CACHE_TTL_MS) -> None:
+    def __init__(self, store: KeyReader, clock: Clock, cache_ttl_ms: int = KEY_CACHE_TTL_MS) -> None:
         self._store = store
         self._clock = clock
         self._cache_ttl_ms = cache_ttl_ms

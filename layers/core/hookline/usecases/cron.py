@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Protocol
 
-from hookline.adapters.redis.index import CronClaim, CronClaimResult
-from hookline.domain.clock import Clock
-from hookline.domain.cron.schedule import Schedule, ScheduleMember, plan
+from hookline.domain.cron.schedule import Schedule, plan
+from hookline.domain.delivery import CronClaim, TickResult
 from hookline.domain.errors import NotFound
 from hookline.domain.ids import derived_id
 from hookline.domain.models import Job
 from hookline.domain.sharding import shard_of
-from hookline.ports import MetricsSink
-from hookline.usecases.promote import TickResult
+from hookline.ports import Clock, CronIndex, MetricsSink, ScheduleStore
 from hookline.usecases.submit import JobSubmitter
 
 logger = logging.getLogger(__name__)
@@ -36,57 +33,6 @@ FIRES_PER_CLAIM = 10
 # below the misfire grace (settings.cron_misfire_grace_ms).
 CLAIM_TTL_MS = 10_000
 RECONCILE_PAGE = 100
-
-
-class CronIndex(Protocol):
-    """The cron ZSET and its claims (Redis)."""
-
-    def claim_cron(self, shard: int, now_ms: int, claim_until_ms: int, batch: int) -> CronClaimResult:
-        """Claims due schedules."""
-        ...
-
-    def advance_cron(self, shard: int, claim: CronClaim, next_fire_ms: int | None) -> bool:
-        """Ends a claim by moving the schedule to its next fire time (None removes it)."""
-        ...
-
-    def set_cron(
-        self,
-        shard: int,
-        old: ScheduleMember | None,
-        new: ScheduleMember | None,
-        next_fire_ms: int | None,
-        only_if_absent: bool = ...,
-    ) -> bool:
-        """Replaces a schedule version in the ZSET."""
-        ...
-
-    def cron_scores(self, shard: int, members: Sequence[ScheduleMember]) -> list[int | None]:
-        """Returns each member's score, None when absent."""
-        ...
-
-
-class ScheduleStore(Protocol):
-    """Schedules and their instances (DynamoDB)."""
-
-    def get(self, tenant: str, schedule_id: str) -> Schedule:
-        """Returns the schedule or raises NotFound."""
-        ...
-
-    def create_instance(self, job: Job) -> bool:
-        """Stores an occurrence's job unless it exists; True when created."""
-        ...
-
-    def active(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Schedule], Any]:
-        """Returns a page of a shard's active schedules."""
-        ...
-
-    def last_fire_ms(self, tenant: str, schedule_id: str) -> int | None:
-        """Returns the fire time of the schedule's newest instance."""
-        ...
-
-    def retire(self, schedule: Schedule) -> None:
-        """Takes a schedule with no occurrence left out of the active listing."""
-        ...
 
 
 def instance_id(schedule_id: str, fire_ms: int) -> str:

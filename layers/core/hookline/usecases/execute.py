@@ -8,17 +8,23 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from enum import StrEnum
 
-from hookline.adapters.dynamo.job_store import Claim, Finish
-from hookline.adapters.redis import keys as redis_keys
-from hookline.adapters.redis.index import StreamEntry
 from hookline.domain import constants
 from hookline.domain.backoff import retry_delay_ms
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
-from hookline.domain.clock import Clock
+from hookline.domain.delivery import Claim, Finish, Slot, StreamEntry
 from hookline.domain.errors import StaleState
 from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
 from hookline.domain.signing import callback_headers
-from hookline.ports import CallbackClient, JobStore, LiveIndex, MetricsSink, SecretProvider
+from hookline.ports import (
+    CallbackClient,
+    Clock,
+    DueIndex,
+    JobStore,
+    Limiters,
+    MetricsSink,
+    ReadyStream,
+    SecretProvider,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +51,9 @@ class Executor:
     def __init__(
         self,
         store: JobStore,
-        index: LiveIndex,
+        stream: ReadyStream,
+        due: DueIndex,
+        limiters: Limiters,
         clock: Clock,
         callbacks: CallbackClient,
         secrets: SecretProvider,
@@ -57,7 +65,9 @@ class Executor:
         rng: random.Random | None = None,
     ) -> None:
         self._store = store
-        self._index = index
+        self._stream = stream
+        self._due = due
+        self._limiters = limiters
         self._clock = clock
         self._callbacks = callbacks
         self._secrets = secrets
@@ -84,7 +94,7 @@ class Executor:
                     running = set(pending)
                     continue
                 wait_ms = max(1, min(block_ms, deadline_ms - now_ms))
-                for entry in self._index.read_ready(self._shards, min(free, constants.READ_BATCH), wait_ms):
+                for entry in self._stream.read_ready(self._shards, min(free, constants.READ_BATCH), wait_ms):
                     running.add(pool.submit(self.process_safely, entry))
                     processed += 1
                 running = {future for future in running if not future.done()}
@@ -93,7 +103,7 @@ class Executor:
     def drain(self, block_ms: int = 0) -> list[Disposition | None]:
         """Processes, one by one in this thread, every entry ready now (block_ms 0: no waiting); for tests."""
         results: list[Disposition | None] = []
-        while entries := self._index.read_ready(self._shards, constants.READ_BATCH, block_ms):
+        while entries := self._stream.read_ready(self._shards, constants.READ_BATCH, block_ms):
             results += [self.process_safely(entry) for entry in entries]
             block_ms = 0
         return results
@@ -112,25 +122,25 @@ class Executor:
     def process(self, entry: StreamEntry) -> Disposition:
         """Passes the limiters, claims the job, delivers the callback and records the outcome."""
         now_ms = self._clock.now_ms()
-        slots: list[tuple[str, str]] = []
+        slots: list[Slot] = []
         try:
             retry_at_ms = self._admit(entry, now_ms, slots)
             if retry_at_ms is not None:
-                self._index.defer(entry, retry_at_ms)
+                self._stream.defer(entry, retry_at_ms)
                 self._metrics.count("Deferred")
                 return Disposition.DEFERRED
             try:
                 claim = self._store.claim(entry.member, now_ms)
             except StaleState:
                 # An older generation, a cancelled or finished job, or an attempt still holding its lease.
-                self._index.ack(entry)
+                self._stream.ack(entry)
                 self._metrics.count("StaleDropped")
                 return Disposition.STALE
             return self._attempt(entry, claim, now_ms)
         finally:
-            self._index.release_slots(slots)
+            self._limiters.release_slots(slots)
 
-    def _admit(self, entry: StreamEntry, now_ms: int, slots: list[tuple[str, str]]) -> int | None:
+    def _admit(self, entry: StreamEntry, now_ms: int, slots: list[Slot]) -> int | None:
         """Runs the limiters; returns None when admitted, else when to try again; fills slots.
 
         Semaphores go first: a rate admission spent on a delivery that then waits for a slot would be lost.
@@ -147,20 +157,19 @@ class Executor:
         if flow.concurrency_key is not None:
             semaphores.append((flow.concurrency_key, flow.concurrency_limit))
         for name, limit in semaphores:
-            key = redis_keys.concurrency_key(member.tenant, name)
-            verdict = self._index.acquire_slot(key, now_ms, limit, token, lease_ms)
+            slot = Slot(member.tenant, name, token)
+            verdict = self._limiters.acquire_slot(slot, now_ms, limit, lease_ms)
             if not verdict.admitted:
                 self._metrics.count("ConcurrencyLimited")
                 return min(verdict.retry_at_ms, now_ms + CONCURRENCY_RETRY_MS)
-            slots.append((key, token))
+            slots.append(slot)
         windows = []
         if flow.rate_key is not None:
             windows.append((flow.rate_key, flow.rate_limit, flow.rate_period_ms))
         if self._tenant_rate_limit_per_s is not None:
             windows.append((TENANT_LIMIT_KEY, self._tenant_rate_limit_per_s, 1000))
         for name, limit, period_ms in windows:
-            key = redis_keys.rate_key(member.tenant, name)
-            verdict = self._index.admit_rate(key, now_ms, limit, period_ms, entry.entry_id)
+            verdict = self._limiters.admit_rate(member.tenant, name, now_ms, limit, period_ms, entry.entry_id)
             if not verdict.admitted:
                 self._metrics.count("RateLimited")
                 return verdict.retry_at_ms
@@ -213,20 +222,20 @@ class Executor:
             # Index the next generation before DynamoDB says so: a crash in between leaves an entry that
             # is dropped as stale, whereas the other order could leave a scheduled job nobody indexed.
             retry = job.with_changes(generation=job.generation + 1)
-            self._index.index(retry.member(), job.shard, finish.next_due_ms, now_ms)
+            self._due.index(retry.member(), job.shard, finish.next_due_ms, now_ms)
         try:
             self._store.finish(job, finish, executions, now_ms)
         except StaleState:
             # Our lease expired and another attempt took the job over: it owns the outcome now.
-            self._index.ack(entry)
+            self._stream.ack(entry)
             self._metrics.count("LostHold")
             return Disposition.LOST_HOLD
         if finish.status is JobStatus.DEAD:
-            self._index.dead_letter(entry, finish.error or "dead", now_ms)
+            self._stream.dead_letter(entry, finish.error or "dead", now_ms)
             self._metrics.count("DeadLettered")
             self._metrics.count("Failed")
             return Disposition.DEAD
-        self._index.ack(entry)
+        self._stream.ack(entry)
         if finish.status is JobStatus.SCHEDULED:
             self._metrics.count("Retried")
             self._metrics.count("Failed")

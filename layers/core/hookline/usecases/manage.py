@@ -5,10 +5,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from hookline.domain.clock import Clock
 from hookline.domain.errors import Conflict, HooklineError, StaleState
 from hookline.domain.models import Job, JobStatus
-from hookline.ports import JobAdminStore, LiveIndex, MetricsSink
+from hookline.ports import Clock, DueIndex, JobAdminStore, MetricsSink
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +46,7 @@ class JobManager:
     def __init__(
         self,
         store: JobAdminStore,
-        index: LiveIndex,
+        index: DueIndex,
         clock: Clock,
         metrics: MetricsSink,
         replay_batch: int = MAX_REPLAY_BATCH,

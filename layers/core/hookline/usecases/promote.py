@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
 
 from hookline.domain import constants
-from hookline.domain.clock import Clock
-from hookline.ports import LiveIndex, MetricsSink
+from hookline.domain.delivery import TickResult
+from hookline.ports import Clock, CronPass, DueIndex, MetricsSink
 
 # Redis checks blocking timeouts on its ~100 ms cron, so BLPOP may wake up to that late: wait coarsely in
 # BLPOP until this close to the due time, then finely in short sleeps that still take wake tokens.
@@ -17,29 +15,12 @@ COARSE_WAIT_SLACK_MS = 150
 FINE_SLEEP_MS = 2
 
 
-@dataclass(frozen=True)
-class TickResult:
-    """What one promotion pass over every shard did."""
-
-    moved: int
-    next_due_ms: int | None
-    more_due: bool  # some shard filled its batch: call again at once
-
-
-class CronPass(Protocol):
-    """Fires due cron schedules; runs inside every promoter tick (usecases/cron.py CronRunner)."""
-
-    def tick(self, now_ms: int) -> TickResult:
-        """Handles one batch of due schedules: moved = instances created, next_due_ms = next fire."""
-        ...
-
-
 class Promoter:
     """Moves due members of every shard onto the ready streams; leader-less (promote.lua is atomic)."""
 
     def __init__(
         self,
-        index: LiveIndex,
+        index: DueIndex,
         clock: Clock,
         shards: Sequence[int],
         metrics: MetricsSink,

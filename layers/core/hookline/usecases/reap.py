@@ -6,11 +6,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from hookline.adapters.redis.index import StreamEntry
-from hookline.domain.clock import Clock
+from hookline.domain.delivery import StreamEntry
 from hookline.domain.errors import StaleState
 from hookline.domain.models import Job, JobStatus
-from hookline.ports import JobStore, LiveIndex, MetricsSink
+from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, ReadyStream
 from hookline.usecases.cron import ScheduleReconciler
 
 logger = logging.getLogger(__name__)
@@ -39,7 +38,8 @@ class Reaper:
     def __init__(
         self,
         store: JobStore,
-        index: LiveIndex,
+        stream: ReadyStream,
+        due: DueIndex,
         clock: Clock,
         shards: Sequence[int],
         metrics: MetricsSink,
@@ -48,7 +48,8 @@ class Reaper:
         schedules: ScheduleReconciler | None = None,
     ) -> None:
         self._store = store
-        self._index = index
+        self._stream = stream
+        self._due = due
         self._clock = clock
         self._shards = list(shards)
         self._metrics = metrics
@@ -60,7 +61,7 @@ class Reaper:
         """Re-delivers, reconciles and trims every shard, stopping early at deadline_ms."""
         report = ReapReport()
         for shard in self._shards:
-            self._index.ensure_group(shard)
+            self._stream.ensure_group(shard)
             self.redeliver(shard, report)
             report.reconcile_complete[shard] = self.reconcile(shard, deadline_ms, report)
             if self._schedules is not None:
@@ -68,9 +69,9 @@ class Reaper:
                 report.schedules_seen += seen
                 report.schedules_restored += restored
                 report.reconcile_complete[shard] = report.reconcile_complete[shard] and complete
-            self._index.trim_dead(shard)
-            self._index.prune_consumers(shard, CONSUMER_IDLE_MS)
-            due, inflight = self._index.depth(shard)
+            self._stream.trim_dead(shard)
+            self._stream.prune_consumers(shard, CONSUMER_IDLE_MS)
+            due, inflight = self._due.depth(shard)
             self._metrics.gauge("QueueDepth", due + inflight)
         self._metrics.count("Redelivered", report.redelivered)
         self._metrics.count("Reindexed", report.reindexed)
@@ -80,7 +81,7 @@ class Reaper:
         """Re-adds entries whose consumer held them past the lease; dead-letters those out of deliveries."""
         cursor = "0-0"
         while True:
-            result = self._index.redeliver(
+            result = self._stream.redeliver(
                 shard, self._redeliver_after_ms, self._clock.now_ms(), self._max_deliveries, cursor
             )
             report.redelivered += result.redelivered
@@ -95,9 +96,9 @@ class Reaper:
         try:
             self._store.mark_dead(entry.member, "deliveries_exhausted", now_ms)
         except StaleState:
-            self._index.ack(entry)  # the job moved on (finished, retried, cancelled): nothing to kill
+            self._stream.ack(entry)  # the job moved on (finished, retried, cancelled): nothing to kill
             return
-        self._index.dead_letter(entry, "deliveries_exhausted", now_ms)
+        self._stream.dead_letter(entry, "deliveries_exhausted", now_ms)
         report.dead_lettered += 1
         self._metrics.count("DeadLettered")
 
@@ -112,7 +113,7 @@ class Reaper:
             jobs, start_key = self._store.live_jobs(shard, start_key, RECONCILE_PAGE)
             report.live_seen += len(jobs)
             if jobs:
-                held = self._index.indexed_members(shard, [job.member() for job in jobs])
+                held = self._due.indexed_members(shard, [job.member() for job in jobs])
                 for job, is_held in zip(jobs, held, strict=True):
                     if not is_held:
                         self._reindex(job)
@@ -131,4 +132,4 @@ class Reaper:
             "re-indexing a live job Redis lost",
             extra={"job_id": job.job_id, "tenant": job.tenant, "status": job.status.value},
         )
-        self._index.index(job.member(), job.shard, due_ms, now_ms)
+        self._due.index(job.member(), job.shard, due_ms, now_ms)

@@ -9,28 +9,11 @@ instead: a few launches per check, then a cool-down long enough for the new exec
 
 from __future__ import annotations
 
-import json
-import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
 
-from hookline.domain.clock import Clock
-from hookline.ports import LiveIndex, MetricsSink
+from hookline.ports import Clock, DueIndex, ExecutorLauncher, MetricsSink
 from hookline.usecases.promote import Promoter
-
-logger = logging.getLogger(__name__)
-
-# What a fan-out invocation of the execute function receives (it ignores its event, as with EventBridge).
-FAN_OUT_EVENT = {"source": "hookline.fan-out"}
-
-
-class ExecutorLauncher(Protocol):
-    """Starts executor invocations that run beside the scheduled ones."""
-
-    def launch(self, count: int) -> int:
-        """Starts up to count executors; returns how many it started."""
-        ...
 
 
 class NoLauncher:
@@ -39,30 +22,6 @@ class NoLauncher:
     def launch(self, count: int) -> int:
         """Starts nothing."""
         return 0
-
-
-class LambdaLauncher:
-    """Starts executors as asynchronous invocations (InvocationType=Event) of the execute function."""
-
-    def __init__(self, client_factory: Callable[[], Any], function_name: str) -> None:
-        self._client_factory = client_factory
-        self._client: Any = None
-        self._function_name = function_name
-
-    def launch(self, count: int) -> int:
-        """Queues count asynchronous invocations; stops at the first refusal (throttling, permissions)."""
-        if self._client is None:
-            # Built on first use: most promoter invocations never fan out, so a cold start skips it.
-            self._client = self._client_factory()
-        payload = json.dumps(FAN_OUT_EVENT).encode()
-        for started in range(count):
-            try:
-                self._client.invoke(FunctionName=self._function_name, InvocationType="Event", Payload=payload)
-            except Exception:
-                # Fan-out is an optimisation: the scheduled executors still drain the stream.
-                logger.exception("fan-out invoke failed", extra={"function": self._function_name})
-                return started
-        return count
 
 
 @dataclass(frozen=True)
@@ -89,7 +48,7 @@ class ExecutorScaler:
 
     def __init__(
         self,
-        index: LiveIndex,
+        index: DueIndex,
         clock: Clock,
         shards: Sequence[int],
         launcher: ExecutorLauncher,

@@ -8,54 +8,19 @@ the promoter when it falls due (it compares versions).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
-from hookline.domain.clock import Clock
 from hookline.domain.cron.expression import CronError, spec_for
 from hookline.domain.cron.schedule import Schedule, ScheduleRequest, ScheduleTooFrequent, ScheduleUpdate
 from hookline.domain.errors import InvalidRequest
 from hookline.domain.ids import new_id
 from hookline.domain.models import Job
 from hookline.domain.sharding import shard_of
-from hookline.ports import MetricsSink
-from hookline.usecases.cron import CronIndex
+from hookline.ports import Clock, CronIndex, MetricsSink, ScheduleAdminStore, UrlChecker
 
 logger = logging.getLogger(__name__)
-
-UrlChecker = Callable[[str], object]
-
-
-class ScheduleAdminStore(Protocol):
-    """The schedule reads and writes the API makes (DynamoDB)."""
-
-    def create(self, schedule: Schedule, next_fire_ms: int | None) -> None:
-        """Stores a new schedule."""
-        ...
-
-    def get(self, tenant: str, schedule_id: str) -> Schedule:
-        """Returns the schedule or raises NotFound."""
-        ...
-
-    def replace(self, schedule: Schedule, expected_version: int, next_fire_ms: int | None) -> None:
-        """Writes a changed schedule if still at expected_version."""
-        ...
-
-    def delete(self, tenant: str, schedule_id: str) -> Schedule:
-        """Deletes a schedule and returns it as it was."""
-        ...
-
-    def list_page(self, tenant: str, after_id: str | None, limit: int) -> tuple[list[Schedule], str | None]:
-        """Returns a page of the tenant's schedules."""
-        ...
-
-    def instances(
-        self, tenant: str, schedule_id: str, after_job_id: str | None, limit: int
-    ) -> tuple[list[Job], str | None]:
-        """Returns a page of the jobs a schedule created."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hookline.adapters.dynamo.key_store import DynamoKeyStore, SigningSecrets
-from hookline.domain.clock import Clock
+from hookline.domain.keys import SigningSecrets
 from hookline.domain.signing import new_signing_secret
+from hookline.ports import Clock, KeyReader
 
 # A rotation becomes visible to warm executors within this bound; rotations keep the old secret longer.
 SECRETS_CACHE_TTL_MS = 60_000
@@ -13,7 +13,7 @@ SECRETS_CACHE_TTL_MS = 60_000
 class SigningSecretProvider:
     """Returns the secrets to sign a tenant's callbacks with."""
 
-    def __init__(self, store: DynamoKeyStore, clock: Clock, cache_ttl_ms: int = SECRETS_CACHE_TTL_MS) -> None:
+    def __init__(self, store: KeyReader, clock: Clock, cache_ttl_ms: int = SECRETS_CACHE_TTL_MS) -> None:
         self._store = store
         self._clock = clock
         self._cache_ttl_ms = cache_ttl_ms

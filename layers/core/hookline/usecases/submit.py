@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from hookline.domain.clock import Clock
 from hookline.domain.ids import new_id
 from hookline.domain.models import FlowControl, Job, JobRequest, JobStatus
 from hookline.domain.sharding import shard_of
-from hookline.ports import JobStore, LiveIndex, MetricsSink
+from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, UrlChecker
 
 logger = logging.getLogger(__name__)
-
-UrlChecker = Callable[[str], object]
 
 
 @dataclass(frozen=True)
@@ -57,7 +53,7 @@ class JobSubmitter:
     def __init__(
         self,
         store: JobStore,
-        index: LiveIndex,
+        index: DueIndex,
         clock: Clock,
         check_url: UrlChecker,
         shards: int,

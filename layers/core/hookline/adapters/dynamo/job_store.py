@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from hookline.adapters.dynamo import codec, tables
 from hookline.domain import constants
+from hookline.domain.delivery import Claim, Finish
 from hookline.domain.errors import IdempotencyConflict, NotFound, StaleState
 from hookline.domain.models import Execution, Job, JobStatus, Member
 
@@ -48,25 +48,6 @@ _NAMES = {
     "#error": "last_error",
     "#sk": tables.JOBS_SK,
 }
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A job claimed for one attempt, and what the claim replaced."""
-
-    job: Job
-    abandoned_attempt: int | None = None  # the attempt whose lease expired, when the claim took over from it
-    abandoned_since_ms: int | None = None  # when that attempt was claimed
-
-
-@dataclass(frozen=True)
-class Finish:
-    """How an attempt ends in the jobs table."""
-
-    status: JobStatus  # succeeded, dead, or scheduled (a retry)
-    status_code: int | None
-    error: str | None
-    next_due_ms: int | None = None  # for a retry
 
 
 def _names(*expressions: str) -> dict[str, str]:

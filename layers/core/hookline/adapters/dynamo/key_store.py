@@ -2,44 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from hookline.adapters.dynamo import codec, tables
 from hookline.domain.errors import NotFound
+from hookline.domain.keys import KeyRecord, SigningSecrets
 
 KEY_IS_NEW = "attribute_not_exists(#key_id)"
 KEY_EXISTS = "attribute_exists(#key_id)"
-
-
-@dataclass(frozen=True)
-class KeyRecord:
-    """An API key as stored: who it belongs to and how to check its secret."""
-
-    key_id: str
-    tenant: str
-    secret_sha256: str
-    scopes: tuple[str, ...]
-    created_ms: int
-    revoked_ms: int | None = None
-    rate_limit_per_s: int | None = None  # API requests per second; None: the deployment's default
-
-
-@dataclass(frozen=True)
-class SigningSecrets:
-    """A tenant's callback signing secrets: the current one, and the previous one while it is rotated out."""
-
-    current: str
-    previous: str | None = None
-    previous_until_ms: int | None = None
-
-    def active(self, now_ms: int) -> list[str]:
-        """Returns the secrets to sign with now (two during a rotation's overlap)."""
-        if self.previous and self.previous_until_ms is not None and now_ms < self.previous_until_ms:
-            return [self.current, self.previous]
-        return [self.current]
 
 
 class DynamoKeyStore:

@@ -43,9 +43,10 @@ from hookline.adapters.http.safety import (
     resolve_with_getaddrinfo,
 )
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
-from hookline.domain.clock import Clock, SystemClock
+from hookline.domain.clock import SystemClock
 from hookline.domain.constants import MAX_RETRY_AFTER_S, MAX_SAME_HOST_REDIRECTS, RESPONSE_BODY_PREVIEW_BYTES
 from hookline.domain.errors import UnresolvedHost, UnsafeUrl
+from hookline.ports import Clock
 
 USER_AGENT = "Hookline-Callback/1"
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})

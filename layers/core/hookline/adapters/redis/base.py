@@ -1,0 +1,37 @@
+"""What every Redis adapter shares: the client, the registered Lua scripts and the reply decoding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+from redis.commands.core import Script
+
+from hookline.adapters.redis.scripts import SCRIPT_NAMES, script_source
+from hookline.domain.delivery import StreamEntry
+from hookline.domain.models import Member
+
+
+class RedisBase:
+    """Holds one client, the scripts registered on it and this process's consumer name."""
+
+    def __init__(self, client: redis.Redis, consumer: str = "executor") -> None:
+        self._redis = client
+        self._consumer = consumer
+        self._scripts: dict[str, Script] = {
+            name: client.register_script(script_source(name)) for name in SCRIPT_NAMES
+        }
+
+    @property
+    def client(self) -> redis.Redis:
+        """Returns the underlying client (for health checks and tests)."""
+        return self._redis
+
+
+def text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def entry(shard: int, entry_id: str, fields: dict[Any, Any]) -> StreamEntry:
+    decoded = {text(k): text(v) for k, v in fields.items()}
+    return StreamEntry(shard, entry_id, Member.decode(decoded["m"]), int(decoded.get("d", "0")))

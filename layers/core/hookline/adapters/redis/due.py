@@ -1,0 +1,74 @@
+"""The due-time index: one ZSET of members by due time per shard, promoted onto the ready stream when due."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+from hookline.adapters.redis import keys as redis_keys
+from hookline.adapters.redis.base import RedisBase
+from hookline.domain import constants
+from hookline.domain.delivery import PromoteResult
+from hookline.domain.models import Member
+
+
+class RedisDueIndex(RedisBase):
+    """Keeps the due ZSETs, the wake lists and the in-flight ZSETs' membership (hookline.ports.DueIndex)."""
+
+    def index(self, member: Member, shard: int, due_ms: int, now_ms: int) -> bool:
+        """Indexes a member for its due time; returns True when it went straight onto the ready stream."""
+        keys = [
+            redis_keys.due_key(shard),
+            redis_keys.ready_stream(shard),
+            redis_keys.inflight_key(shard),
+            redis_keys.wake_key(shard),
+        ]
+        result = self._scripts["index"](keys=keys, args=[member.encode(), due_ms, now_ms])
+        return int(cast(int, result)) == 1
+
+    def unindex(self, member: Member, shard: int) -> bool:
+        """Removes a member from the due ZSET (a cancelled job); True when it was there.
+
+        One ZREM is atomic on its own, so this needs no script. A member already promoted stays in the
+        ready stream: the executor's claim fails on the cancelled job and drops the entry.
+        """
+        return int(self._redis.zrem(redis_keys.due_key(shard), member.encode())) == 1
+
+    def promote(self, shard: int, now_ms: int, batch: int = constants.PROMOTE_BATCH) -> PromoteResult:
+        """Moves at most `batch` due members onto the ready stream."""
+        keys = [redis_keys.due_key(shard), redis_keys.ready_stream(shard), redis_keys.inflight_key(shard)]
+        moved, next_due = cast(list[int], self._scripts["promote"](keys=keys, args=[now_ms, batch]))
+        return PromoteResult(int(moved), None if int(next_due) < 0 else int(next_due))
+
+    def wait_for_wake(self, shards: Sequence[int], timeout_ms: int) -> bool:
+        """Blocks until a submit signals an earlier due time or timeout_ms passes; True when signalled.
+
+        Redis checks blocking timeouts on its ~100 ms cron, so callers needing precision wait coarsely here
+        and finely with poll_wake.
+        """
+        keys = [redis_keys.wake_key(shard) for shard in shards]
+        return self._redis.blpop(keys, timeout=max(timeout_ms, 1) / 1000) is not None
+
+    def poll_wake(self, shards: Sequence[int]) -> bool:
+        """Takes a wake token without blocking; True when one was there."""
+        pipe = self._redis.pipeline(transaction=False)
+        for shard in shards:
+            pipe.lpop(redis_keys.wake_key(shard))
+        return any(value is not None for value in pipe.execute())
+
+    def indexed_members(self, shard: int, members: Sequence[Member]) -> list[bool]:
+        """Tells, for each member, whether the due or in-flight index holds it (one pipelined round trip)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for member in members:
+            pipe.zscore(redis_keys.due_key(shard), member.encode())
+            pipe.zscore(redis_keys.inflight_key(shard), member.encode())
+        scores = pipe.execute()
+        return [scores[i] is not None or scores[i + 1] is not None for i in range(0, len(scores), 2)]
+
+    def depth(self, shard: int) -> tuple[int, int]:
+        """Returns (due members, in-flight members) of a shard, for the queue-depth metric."""
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.zcard(redis_keys.due_key(shard))
+        pipe.zcard(redis_keys.inflight_key(shard))
+        due, inflight = pipe.execute()
+        return int(due), int(inflight)

@@ -1,0 +1,142 @@
+"""The ready stream and its consumer group: deliveries, acks, re-deliveries and the dead stream."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import redis
+
+from hookline.adapters.redis import keys as redis_keys
+from hookline.adapters.redis.base import RedisBase, entry, text
+from hookline.domain import constants
+from hookline.domain.delivery import RedeliverResult, StreamEntry
+from hookline.domain.models import Member
+
+
+class RedisReadyStream(RedisBase):
+    """Reads and ends deliveries of the ready streams (hookline.ports.ReadyStream)."""
+
+    def ensure_group(self, shard: int) -> None:
+        """Creates the ready stream's consumer group if it is missing (also after Redis lost everything)."""
+        try:
+            self._redis.xgroup_create(
+                redis_keys.ready_stream(shard), redis_keys.CONSUMER_GROUP, id="0", mkstream=True
+            )
+        except redis.ResponseError as error:
+            if "BUSYGROUP" not in str(error):
+                raise
+
+    def read_ready(self, shards: Sequence[int], count: int, block_ms: int) -> list[StreamEntry]:
+        """Reads up to `count` new deliveries for this consumer, blocking up to block_ms (0: not at all).
+
+        Redis reads BLOCK 0 as "forever", so 0 here sends no BLOCK.
+        """
+        streams = {redis_keys.ready_stream(shard): ">" for shard in shards}
+        shard_of = {redis_keys.ready_stream(shard): shard for shard in shards}
+        try:
+            reply = cast(
+                list[Any] | None,
+                self._redis.xreadgroup(
+                    redis_keys.CONSUMER_GROUP,
+                    self._consumer,
+                    cast(Any, streams),
+                    count=count,
+                    block=block_ms if block_ms > 0 else None,
+                ),
+            )
+        except redis.ResponseError as error:
+            if "NOGROUP" not in str(error):
+                raise
+            # Redis lost the stream (flush, fail-over): recreate it; the reaper re-indexes the jobs.
+            for shard in shards:
+                self.ensure_group(shard)
+            return []
+        entries: list[StreamEntry] = []
+        for stream_name, messages in reply or []:
+            shard = shard_of[text(stream_name)]
+            for entry_id, fields in messages:
+                entries.append(entry(shard, text(entry_id), fields))
+        return entries
+
+    def ack(self, entry: StreamEntry) -> bool:
+        """Finishes a delivery after DynamoDB holds its outcome; False when it was already finished."""
+        keys = [redis_keys.ready_stream(entry.shard), redis_keys.inflight_key(entry.shard)]
+        args = [redis_keys.CONSUMER_GROUP, entry.entry_id, entry.member.encode()]
+        return int(cast(int, self._scripts["ack"](keys=keys, args=args))) == 1
+
+    def defer(self, entry: StreamEntry, due_ms: int) -> bool:
+        """Puts a delivery back into the due ZSET for due_ms without spending an attempt."""
+        shard = entry.shard
+        keys = [
+            redis_keys.due_key(shard),
+            redis_keys.ready_stream(shard),
+            redis_keys.inflight_key(shard),
+            redis_keys.wake_key(shard),
+        ]
+        args: list[str | int] = [redis_keys.CONSUMER_GROUP, entry.entry_id, entry.member.encode(), due_ms]
+        return int(cast(int, self._scripts["defer"](keys=keys, args=args))) == 1
+
+    def dead_letter(self, entry: StreamEntry, reason: str, now_ms: int) -> str | None:
+        """Records the dead job on the dead stream and finishes its delivery; returns the dead entry id.
+
+        Returns None when the delivery had been finished already (nothing is recorded twice).
+        """
+        shard = entry.shard
+        keys = [redis_keys.ready_stream(shard), redis_keys.inflight_key(shard), redis_keys.dead_stream(shard)]
+        args: list[str | int] = [
+            redis_keys.CONSUMER_GROUP,
+            entry.entry_id,
+            entry.member.encode(),
+            reason,
+            now_ms,
+            constants.DEAD_STREAM_MAX_LEN,
+        ]
+        dead_id = self._scripts["dead_letter"](keys=keys, args=args)
+        return None if dead_id is None else text(dead_id)
+
+    def redeliver(
+        self,
+        shard: int,
+        min_idle_ms: int,
+        now_ms: int,
+        max_deliveries: int,
+        cursor: str = "0-0",
+        batch: int = constants.AUTOCLAIM_BATCH,
+    ) -> RedeliverResult:
+        """Re-adds deliveries whose lease expired; returns those that ran out of deliveries."""
+        keys = [redis_keys.ready_stream(shard), redis_keys.inflight_key(shard)]
+        args: list[str | int] = [
+            redis_keys.CONSUMER_GROUP,
+            self._consumer,
+            min_idle_ms,
+            now_ms,
+            batch,
+            max_deliveries,
+            cursor,
+        ]
+        redelivered, flat, next_cursor = cast(list[Any], self._scripts["redeliver"](keys=keys, args=args))
+        exhausted = [
+            StreamEntry(shard, text(flat[i]), Member.decode(text(flat[i + 1])), max_deliveries)
+            for i in range(0, len(flat), 2)
+        ]
+        return RedeliverResult(int(redelivered), exhausted, text(next_cursor))
+
+    def trim_dead(self, shard: int, max_len: int = constants.DEAD_STREAM_MAX_LEN) -> int:
+        """Trims the dead stream to about max_len entries; returns how many were removed."""
+        return int(self._redis.xtrim(redis_keys.dead_stream(shard), maxlen=max_len, approximate=True))
+
+    def prune_consumers(self, shard: int, idle_ms: int) -> int:
+        """Deletes consumers that hold nothing and were idle for idle_ms; returns how many.
+
+        Every executor process reads as a consumer of its own, so the group gains one per Lambda cold start.
+        A consumer with pending entries is kept: deleting it would drop them from the pending list.
+        """
+        stream = redis_keys.ready_stream(shard)
+        removed = 0
+        for consumer in self._redis.xinfo_consumers(stream, redis_keys.CONSUMER_GROUP):
+            if int(consumer["pending"]) == 0 and int(consumer["idle"]) >= idle_ms:
+                # The reply counts the entries it had pending (0 here), not whether it was deleted.
+                self._redis.xgroup_delconsumer(stream, redis_keys.CONSUMER_GROUP, consumer["name"])
+                removed += 1
+        return removed
