@@ -50,11 +50,6 @@ class ParsedUrl:
     port: int
     path_and_query: str
 
-    @property
-    def origin(self) -> tuple[str, str, int]:
-        """Returns (scheme, host, port), which a same-host redirect must keep."""
-        return (self.scheme, self.host, self.port)
-
 
 @dataclass(frozen=True)
 class ResolvedTarget(ParsedUrl):
@@ -226,7 +221,7 @@ def parse_url(url: str) -> ParsedUrl:
     """Splits url into the parts a connection needs, refusing what Hookline never calls.
 
     Args:
-        url: A callback URL, or a redirect's absolute Location.
+        url: A callback URL.
 
     Returns:
         The parts, with the host in ASCII form and the port defaulted.
