@@ -11,14 +11,18 @@ from hookline.models import Execution, Job
 
 
 def rfc3339(time_ms: int | None) -> str | None:
-    """Formats ms since the epoch as RFC 3339 UTC with milliseconds."""
+    """Formats ms since the epoch as RFC 3339 UTC with milliseconds; None when it has no such form.
+
+    Requests are bounded to a window that always has one, but items stored before the bound (years 0 or
+    10000 in UTC) must not turn every listing of their tenant into a 500.
+    """
     if time_ms is None:
         return None
-    return (
-        datetime.fromtimestamp(time_ms / 1000, tz=UTC)
-        .isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z")
-    )
+    try:
+        moment = datetime.fromtimestamp(time_ms / 1000, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class JobView(BaseModel):
