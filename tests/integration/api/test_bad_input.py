@@ -224,3 +224,47 @@ def test_given_headers_the_checks_accept_when_delivered_then_sent_as_given(
     assert api.container.jobs.get(TENANT, created.json()["id"]).status is JobStatus.SUCCEEDED
     seen = receiver.requests[0].headers
     assert {name: seen[name.lower()].encode("latin-1").decode() for name in headers} == headers
+
+
+# Answers and booleans.
+
+
+def test_given_schedule_when_deleted_then_204_with_no_body_and_no_content_type(api: Api) -> None:
+    created = api.acme.post("/v1/schedules", SCHEDULE).json()
+
+    response = api.acme.delete(f"/v1/schedules/{created['id']}")
+
+    assert (response.status, response.body) == (204, "")
+    assert "content-type" not in response.headers
+    assert stored_schedules(api) == []
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        {"all": 1},
+        {"all": "true"},
+        {"all": "yes"},
+        {"all": 1.0},
+        {"ids": ["01ARZ3NDEKTSV4RRFFQ69G5FAV"], "all": 0},
+    ],
+)
+def test_given_all_that_is_not_a_json_boolean_when_replaying_then_422_and_nothing_replayed(
+    api: Api, receiver: Receiver, selection: dict[str, Any]
+) -> None:
+    dead = api.dead_job(receiver)
+
+    response = api.acme.post("/v1/dead-letters/replay", selection)
+
+    assert detail(response)["field"] == "all"
+    assert api.container.jobs.get(TENANT, dead.job_id).status is JobStatus.DEAD
+
+
+@pytest.mark.parametrize("paused", [1, 0, "true", "false"])
+def test_given_paused_that_is_not_a_json_boolean_when_scheduling_then_422(api: Api, paused: object) -> None:
+    created = api.acme.post("/v1/schedules", {**SCHEDULE, "paused": paused})
+    existing = api.acme.post("/v1/schedules", SCHEDULE).json()
+    patched = patch(api.acme, f"/v1/schedules/{existing['id']}", {"paused": paused})
+
+    assert (detail(created)["field"], detail(patched)["field"]) == ("paused", "paused")
+    assert stored_schedules(api) == [existing]

@@ -148,7 +148,8 @@ def delete_schedule(schedule_id: ScheduleId) -> Response[str]:
     """Deletes a schedule; the jobs it already created stay."""
     who = principal("schedules:write")
     container().schedules.delete(who.tenant, schedule_id)
-    return Response(status_code=204, content_type=content_types.APPLICATION_JSON, body="")
+    # A 204 has no content (RFC 9110 15.3.5), so it names no content type either.
+    return Response(status_code=204, body="")
 
 
 @router.get(

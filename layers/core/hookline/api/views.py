@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from hookline.models import Execution, Job
 
@@ -154,7 +154,7 @@ class DeadLetterReplayRequest(BaseModel):
     ids: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
         default=None, min_length=1, max_length=100
     )
-    all: bool = False
+    all: StrictBool = False  # a JSON boolean only: 1 or "true" is refused, never taken as true
 
     @model_validator(mode="after")
     def _one_selection(self) -> DeadLetterReplayRequest:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
@@ -103,7 +103,7 @@ class ScheduleRequest(BaseModel):
     )
     end_at: ClientTime | None = Field(default=None, description=f"No occurrence after this time ({_WINDOW}).")
     catch_up: CatchUp = CatchUp.SKIP
-    paused: bool = False
+    paused: StrictBool = False
 
     _expression = field_validator("expression")(_check_expression)
     _timezone = field_validator("timezone")(_check_timezone)
@@ -124,7 +124,7 @@ class ScheduleUpdate(BaseModel):
     timezone: str | None = Field(default=None, max_length=64)
     job: JobTemplate | None = None
     catch_up: CatchUp | None = None
-    paused: bool | None = Field(default=None, description="true pauses, false resumes.")
+    paused: StrictBool | None = Field(default=None, description="true pauses, false resumes.")
     start_at: ClientTime | None = Field(
         default=None, description=f"No occurrence before this time ({_WINDOW}); null removes it."
     )
