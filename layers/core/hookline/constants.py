@@ -4,7 +4,7 @@
 MAX_BODY_BYTES = 256 * 1024
 MAX_HEADERS = 50
 # Header bytes (UTF-8, names and values): one value, and all of a job's headers together. With the body,
-# the url and the keys at their limits a job's item stays near 290 KB, under DynamoDB's 400 KB.
+# the url and the keys at their limits a job's item stays under 300 KB, below DynamoDB's 400 KB.
 MAX_HEADER_VALUE_BYTES = 8 * 1024
 MAX_HEADERS_BYTES = 16 * 1024
 # A schedule's job template as the schedule item stores it (JSON text), which the item must fit beside.

@@ -1,21 +1,27 @@
-"""Bad input gets a 4xx and stores nothing: times, headers, booleans."""
+"""Bad input gets a 4xx and stores nothing: times, encodings, media types, headers, scopes, booleans."""
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
+from hookline.api import gate
+from hookline.api.gate import principal
 from hookline.constants import MAX_BODY_BYTES, MAX_HEADER_VALUE_BYTES, MAX_HEADERS_BYTES
 from hookline.models import JobRequest, JobStatus
-from tests.integration.api.conftest import TENANT, Api
-from tests.support.apigw import ApiClient, ApiResponse
+from tests.integration.api.conftest import TENANT, Api, make_key
+from tests.support.apigw import ApiClient, ApiResponse, LambdaContext, invoke, proxy_event
 from tests.support.receiver import Receiver
 
 pytestmark = pytest.mark.integration
 
 HOOK = "http://127.0.0.1:9/hook"
 SCHEDULE = {"expression": "0 9 * * *", "job": {"url": HOOK}}
+JSON = {"Content-Type": "application/json"}
 OUT_OF_RANGE = [
     "0001-01-01T00:00:00+23:59",
     "9999-12-31T23:59:59-23:59",
@@ -105,6 +111,80 @@ def test_given_job_stored_before_the_window_existed_when_listing_then_200_withou
     api.container.jobs.create(job.with_changes(due_ms=-62_135_683_140_000), "hash", now_ms)
 
     assert [(j["id"], j["run_at"]) for j in stored_jobs(api)] == [(job.job_id, None)]
+
+
+# Encodings and media types.
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/jobs"),
+        ("POST", "/v1/jobs/batch"),
+        ("POST", "/v1/dead-letters/replay"),
+        ("POST", "/v1/schedules"),
+        ("PATCH", "/v1/schedules/01ARZ3NDEKTSV4RRFFQ69G5FAV"),
+    ],
+)
+def test_given_body_that_is_not_utf8_when_sent_then_400_invalid_encoding(
+    api: Api, method: str, path: str
+) -> None:
+    event = proxy_event(method, path, headers=JSON, api_key=api.acme.api_key)
+    # API Gateway hands a body that is not UTF-8 text over base64-encoded, as the local gateway does.
+    event["body"] = base64.b64encode(b'{"url": "http://127.0.0.1:9/\xff\xfe"}').decode()
+    event["isBase64Encoded"] = True
+
+    response = invoke(event)
+
+    assert (response.status, response.error_code) == (400, "invalid_encoding"), response.body
+    assert stored_jobs(api) == []
+
+
+def test_given_utf8_body_sent_base64_encoded_when_submitting_then_stored_as_sent(api: Api) -> None:
+    event = proxy_event("POST", "/v1/jobs", headers=JSON, api_key=api.acme.api_key)
+    event["body"] = base64.b64encode(json.dumps({"url": HOOK, "body": "café"}).encode()).decode()
+    event["isBase64Encoded"] = True
+
+    response = invoke(event)
+
+    assert (response.status, response.json()["body"]) == (201, "café")
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "APPLICATION/JSON",
+        "Application/Json; Charset=UTF-8",
+        " application/json ",
+        "application/vnd.api+json",
+        "application/merge-patch+json; charset=utf-8",
+    ],
+)
+def test_given_json_media_type_in_any_case_or_with_a_json_suffix_when_submitting_then_201(
+    api: Api, content_type: str
+) -> None:
+    headers = {"Content-Type": content_type}
+
+    response = api.acme.request("POST", "/v1/jobs", body=json.dumps({"url": HOOK}), headers=headers)
+
+    assert response.status == 201, response.body
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/plain", "APPLICATION/XML", "multipart/mixed; boundary=x", "application/x-www-form-urlencoded"],
+)
+def test_given_media_type_without_a_body_when_posting_then_it_is_ignored_never_500(
+    api: Api, content_type: str
+) -> None:
+    # No body, nothing to parse: a route that needs one says so (422), one that takes none runs (curl -d '').
+    headers = {"Content-Type": content_type}
+
+    submitted = api.acme.request("POST", "/v1/jobs", headers=headers)
+    replayed = api.acme.request("POST", "/v1/jobs/01ARZ3NDEKTSV4RRFFQ69G5FAV/replay", headers=headers)
+
+    assert (submitted.status, submitted.error_code) == (422, "validation_error"), submitted.body
+    assert (replayed.status, replayed.error_code) == (404, "not_found"), replayed.body
 
 
 # Headers.
@@ -224,6 +304,65 @@ def test_given_headers_the_checks_accept_when_delivered_then_sent_as_given(
     assert api.container.jobs.get(TENANT, created.json()["id"]).status is JobStatus.SUCCEEDED
     seen = receiver.requests[0].headers
     assert {name: seen[name.lower()].encode("latin-1").decode() for name in headers} == headers
+
+
+# Scope first, then the body.
+
+
+@pytest.mark.parametrize(
+    ("scope", "method", "path", "body"),
+    [
+        ("jobs:read", "POST", "/v1/jobs", '{"url": 5}'),
+        ("jobs:read", "POST", "/v1/jobs", "{not json"),
+        ("jobs:read", "POST", "/v1/jobs/batch", '{"jobs": "x"}'),
+        ("jobs:read", "POST", "/v1/dead-letters/replay", '{"all": "x"}'),
+        ("jobs:read", "DELETE", "/v1/jobs/" + "x" * 65, None),
+        ("schedules:read", "POST", "/v1/schedules", '{"expression": 1}'),
+        ("schedules:read", "PATCH", "/v1/schedules/01ARZ3NDEKTSV4RRFFQ69G5FAV", '{"paused": "x"}'),
+        ("jobs:write", "GET", "/v1/jobs", None),
+    ],
+)
+def test_given_key_without_the_scope_when_sending_an_invalid_request_then_403_not_422(
+    api: Api, scope: str, method: str, path: str, body: str | None
+) -> None:
+    client = ApiClient(make_key(api.container, scopes=(scope,)))
+    query = {"limit": "0"} if method == "GET" else None
+
+    response = client.request(method, path, body=body, headers=JSON, query=query)
+
+    assert (response.status, response.error_code) == (403, "forbidden"), response.body
+
+
+def test_given_key_without_the_scope_when_the_body_is_not_json_then_403_before_415(api: Api) -> None:
+    reader = ApiClient(make_key(api.container, scopes=("jobs:read",)))
+
+    response = reader.request("POST", "/v1/jobs", body="url=x", headers={"Content-Type": "text/plain"})
+
+    assert (response.status, response.error_code) == (403, "forbidden")
+
+
+def test_given_key_with_the_scope_when_the_route_does_not_exist_then_404_and_405_as_before(api: Api) -> None:
+    reader = ApiClient(make_key(api.container, scopes=("jobs:read",)))
+
+    assert reader.get("/v1/nothing").status == 404
+    assert reader.request("PUT", "/v1/jobs", json_body={}).status == 405
+
+
+def test_given_keyed_route_that_declares_no_scope_when_called_then_403_and_it_does_not_run(api: Api) -> None:
+    app = APIGatewayRestResolver(enable_validation=True)
+    calls: list[str] = []
+
+    @app.post("/v1/undeclared")
+    def undeclared() -> dict[str, str]:
+        calls.append(principal().tenant)
+        return {}
+
+    answer = gate.handle(
+        app, proxy_event("POST", "/v1/undeclared", api_key=api.acme.api_key), LambdaContext()
+    )
+
+    assert (answer["statusCode"], json.loads(answer["body"])["error"]["code"]) == (403, "forbidden")
+    assert calls == []
 
 
 # Answers and booleans.
