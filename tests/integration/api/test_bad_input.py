@@ -368,6 +368,16 @@ def test_given_keyed_route_that_declares_no_scope_when_called_then_403_and_it_do
 # Answers and booleans.
 
 
+@pytest.mark.parametrize(("method", "path"), [("DELETE", "/v1/jobs/\n"), ("PATCH", "/v1/schedules/\n")])
+def test_given_id_that_is_a_newline_when_routed_then_404_as_the_operation_documents(
+    api: Api, method: str, path: str
+) -> None:
+    # Found by the fuzzer: the path matched /v1/jobs (or /v1/schedules) up to its newline, hence a 405.
+    response = api.acme.request(method, path, json_body={})
+
+    assert (response.status, response.error_code) == (404, "not_found")
+
+
 def test_given_schedule_when_deleted_then_204_with_no_body_and_no_content_type(api: Api) -> None:
     created = api.acme.post("/v1/schedules", SCHEDULE).json()
 

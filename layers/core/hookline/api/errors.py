@@ -89,9 +89,13 @@ def _field_path(location: Any) -> str:
 
 
 def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
-    """Returns the methods some route serves for path (empty when no route matches it)."""
+    """Returns the methods some route serves for path (empty when no route matches it).
+
+    The whole path must match: a rule's `$` also matches before a final newline, so `/v1/jobs/%0A` would
+    claim GET and POST of `/v1/jobs` and answer a 405 its own operation does not document.
+    """
     routes = app._static_routes + app._dynamic_routes
-    return sorted({route.method for route in routes if route.rule.match(path)})
+    return sorted({route.method for route in routes if route.rule.fullmatch(path)})
 
 
 def _aws_error_response(error: BotoCoreError | ClientError) -> Response[str]:
