@@ -9,7 +9,8 @@ deleted entries dropped from the list and counted, the cursor the next unvisited
 serves as the contract tests' probe: zset(), stream(), pending() and friends read keys by their real names.
 
 Time: where Redis reads its own clock (stream ids, idle times, key expiry), the model reads the injected
-clock; a blocking read that finds nothing spends its timeout through `wait` (a FrozenClock is advanced).
+clock; a blocking read that finds nothing spends its timeout through `on_wait` (by default a FrozenClock is
+advanced by the timeout), then looks once more, so a test can make something arrive during the wait.
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ class RedisMemory:
     def __init__(self, clock: Clock, wait: Callable[[int], None] | None = None) -> None:
         self.clock = clock
         self.lock = threading.RLock()
-        self._wait = wait or _advance_frozen(clock)
+        # What a blocking command does with its timeout; a test may replace it (to act during a wait).
+        self.on_wait: Callable[[int], None] = wait or _advance_frozen(clock)
         self._zsets: dict[str, dict[str, float]] = {}
         self._lists: dict[str, list[str]] = {}
         self._hashes: dict[str, dict[str, str]] = {}
@@ -104,7 +106,7 @@ class RedisMemory:
 
     def wait(self, ms: int) -> None:
         """Spends ms as a blocking command would (called without the lock)."""
-        self._wait(ms)
+        self.on_wait(ms)
 
     def flushall(self) -> None:
         """Loses every key, as a fail-over to an empty replica or FLUSHALL does."""

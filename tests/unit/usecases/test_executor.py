@@ -581,3 +581,22 @@ def test_given_member_of_unknown_job_when_read_then_dropped(world: World) -> Non
     assert world.drain() == [Disposition.STALE]
     assert world.state() == idle_state()
     assert world.memory.zset(redis_keys.due_key(0)) == {}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=KeyError,
+    reason="issue 10, new defect (the executor's side of defect 5): an entry without a member makes "
+    "read_ready raise while decoding the batch, which ends the executor's loop and strands the good "
+    "entries read with it",
+)
+def test_given_malformed_entry_on_the_stream_when_running_then_the_other_jobs_are_still_delivered(
+    world: World,
+) -> None:
+    world.executor()  # the consumer group exists
+    world.memory.add_entry(redis_keys.ready_stream(0), {"d": "0"})
+    job = world.submit()
+
+    world.executor().run(deadline_ms=T0 + 2_000, block_ms=100)
+
+    assert world.job(job).status is JobStatus.SUCCEEDED

@@ -131,9 +131,9 @@ class World:
             **options,
         )
 
-    def manager(self, redis: FakeIndex | None = None) -> JobManager:
+    def manager(self, redis: FakeIndex | None = None, **options: Any) -> JobManager:
         """Returns the job administration use case."""
-        return JobManager(self.store, redis or self.index, self.clock, self.metrics)
+        return JobManager(self.store, redis or self.index, self.clock, self.metrics, **options)
 
     def job(self, job: Job) -> Job:
         """Returns the job as the store holds it now."""
