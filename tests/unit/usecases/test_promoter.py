@@ -19,7 +19,7 @@ MINUTE = 60_000
 
 def inflight_at(world: World, job: Job) -> float:
     """Returns when job's member entered the ready stream."""
-    return world.state()["inflight"][member(job)]
+    return float(world.state()["inflight"][member(job)])
 
 
 def test_given_jobs_due_now_and_later_on_two_shards_when_ticked_then_only_due_ones_move() -> None:

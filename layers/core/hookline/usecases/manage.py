@@ -62,7 +62,7 @@ class JobManager:
         return self._store.get(tenant, job_id)
 
     def executions(self, tenant: str, job_id: str) -> list[Execution]:
-        """Returns every attempt of one of the tenant's jobs, oldest first; raises NotFound for an unknown job.
+        """Returns every attempt of one of the tenant's jobs, oldest first; NotFound for an unknown job.
 
         The job is read first: executions are keyed by job, so an unknown or foreign id must answer
         NotFound rather than an empty list.
