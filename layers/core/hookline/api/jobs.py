@@ -128,7 +128,7 @@ def list_jobs(
 def get_job(job_id: JobId) -> JobView:
     """Returns one of the caller's jobs (another tenant's id is not found)."""
     who = principal()
-    return JobView.of(container().jobs.get(who.tenant, job_id))
+    return JobView.of(container().manager.get(who.tenant, job_id))
 
 
 @router.delete(
@@ -160,9 +160,8 @@ def cancel_job(job_id: JobId) -> JobView:
 def job_executions(job_id: JobId) -> ExecutionsView:
     """Returns every attempt of one of the caller's jobs, oldest first."""
     who = principal()
-    jobs = container().jobs
-    jobs.get(who.tenant, job_id)  # 404 for an unknown or foreign id, even if it had executions
-    return ExecutionsView(executions=[ExecutionView.of(e) for e in jobs.executions(who.tenant, job_id)])
+    executions = container().manager.executions(who.tenant, job_id)  # 404 for an unknown or foreign id
+    return ExecutionsView(executions=[ExecutionView.of(e) for e in executions])
 
 
 @router.post(
