@@ -23,6 +23,7 @@ from hookline.ports import MetricsSink, NullMetrics
 from hookline.redis_index import RedisIndex
 from hookline.settings import Settings
 from hookline.signing_secrets import SigningSecretProvider
+from hookline.stats import RedisStats
 from hookline.usecases.cron import CronRunner, ScheduleReconciler
 from hookline.usecases.execute import Executor
 from hookline.usecases.manage import JobManager
@@ -86,6 +87,11 @@ class Container:
         return RedisIndex(self.redis, consumer=self.consumer)
 
     @cached_property
+    def stats(self) -> RedisStats:
+        """Per-tenant statistics (counters per minute, dead-letter set) in Redis."""
+        return RedisStats(self.redis)
+
+    @cached_property
     def jobs(self) -> DynamoJobStore:
         """The jobs and executions tables."""
         return DynamoJobStore(
@@ -116,12 +122,13 @@ class Container:
             lambda url: check_url(url, allow_loopback),
             self.settings.shards,
             self.metrics,
+            stats=self.stats,
         )
 
     @cached_property
     def manager(self) -> JobManager:
         """The job administration use cases (list, cancel, replay)."""
-        return JobManager(self.jobs, self.index, self.clock, self.metrics)
+        return JobManager(self.jobs, self.index, self.clock, self.metrics, stats=self.stats)
 
     @cached_property
     def promoter(self) -> Promoter:
@@ -190,6 +197,7 @@ class Container:
             concurrency=self.settings.executor_concurrency,
             tenant_max_concurrency=self.settings.tenant_max_concurrency,
             tenant_rate_limit_per_s=self.settings.tenant_rate_limit_per_s,
+            stats=self.stats,
         )
 
     @cached_property
@@ -204,6 +212,7 @@ class Container:
             redeliver_after_ms=self.settings.redeliver_after_ms,
             max_deliveries=self.settings.max_deliveries,
             schedules=ScheduleReconciler(self.schedule_store, self.index, self.clock),
+            stats=self.stats,
         )
 
     @cached_property

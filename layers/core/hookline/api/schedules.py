@@ -87,6 +87,7 @@ def _ok(model: type[Any], description: str, status: int = 200) -> dict[int, Any]
     "/v1/schedules",
     summary="Create a cron schedule",
     tags=["schedules"],
+    operation_id="createSchedule",
     responses={**_ok(ScheduleView, "Created", 201), **_WRITE_ERRORS},
 )
 def create_schedule(request: ScheduleRequest) -> Response[ScheduleView]:
@@ -102,6 +103,7 @@ def create_schedule(request: ScheduleRequest) -> Response[ScheduleView]:
     "/v1/schedules",
     summary="List schedules, newest first",
     tags=["schedules"],
+    operation_id="listSchedules",
     responses={**_ok(SchedulePageView, "A page of schedules"), **_READ_ERRORS},
 )
 def list_schedules(limit: Limit = 50, cursor: Cursor = None) -> SchedulePageView:
@@ -115,6 +117,7 @@ def list_schedules(limit: Limit = 50, cursor: Cursor = None) -> SchedulePageView
     "/v1/schedules/<schedule_id>",
     summary="Get a schedule and its next fire times",
     tags=["schedules"],
+    operation_id="getSchedule",
     responses={**_ok(ScheduleView, "The schedule"), **_READ_ERRORS},
 )
 def get_schedule(schedule_id: ScheduleId) -> ScheduleView:
@@ -130,6 +133,7 @@ def get_schedule(schedule_id: ScheduleId) -> ScheduleView:
     "/v1/schedules/<schedule_id>",
     summary="Change, pause or resume a schedule",
     tags=["schedules"],
+    operation_id="updateSchedule",
     responses={**_ok(ScheduleView, "The changed schedule"), **_WRITE_ERRORS},
 )
 def update_schedule(schedule_id: ScheduleId, update: ScheduleUpdate) -> ScheduleView:
@@ -142,6 +146,7 @@ def update_schedule(schedule_id: ScheduleId, update: ScheduleUpdate) -> Schedule
     "/v1/schedules/<schedule_id>",
     summary="Delete a schedule",
     tags=["schedules"],
+    operation_id="deleteSchedule",
     responses={204: {"description": "Deleted"}, **_READ_ERRORS},
 )
 def delete_schedule(schedule_id: ScheduleId) -> Response[str]:
@@ -155,6 +160,7 @@ def delete_schedule(schedule_id: ScheduleId) -> Response[str]:
     "/v1/schedules/<schedule_id>/jobs",
     summary="List the jobs a schedule created",
     tags=["schedules"],
+    operation_id="listScheduleJobs",
     responses={**_ok(ScheduleJobsView, "A page of jobs"), **_READ_ERRORS},
 )
 def schedule_jobs(schedule_id: ScheduleId, limit: Limit = 50, cursor: Cursor = None) -> ScheduleJobsView:

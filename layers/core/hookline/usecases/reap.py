@@ -11,6 +11,7 @@ from hookline.errors import StaleState
 from hookline.models import Job, JobStatus
 from hookline.ports import JobStore, LiveIndex, MetricsSink
 from hookline.redis_index import StreamEntry
+from hookline.stats import NullStats, Outcome, StatsRecorder
 from hookline.usecases.cron import ScheduleReconciler
 
 logger = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class Reaper:
         redeliver_after_ms: int,
         max_deliveries: int,
         schedules: ScheduleReconciler | None = None,
+        stats: StatsRecorder | None = None,
     ) -> None:
         self._store = store
         self._index = index
@@ -55,6 +57,7 @@ class Reaper:
         self._redeliver_after_ms = redeliver_after_ms
         self._max_deliveries = max_deliveries
         self._schedules = schedules
+        self._stats: StatsRecorder = stats or NullStats()
 
     def run(self, deadline_ms: int) -> ReapReport:
         """Re-delivers, reconciles and trims every shard, stopping early at deadline_ms."""
@@ -100,6 +103,7 @@ class Reaper:
         self._index.dead_letter(entry, "deliveries_exhausted", now_ms)
         report.dead_lettered += 1
         self._metrics.count("DeadLettered")
+        self._stats.record(entry.member.tenant, Outcome.DEAD, now_ms, entry.member.job_id)
 
     def reconcile(self, shard: int, deadline_ms: int, report: ReapReport) -> bool:
         """Indexes again every live job DynamoDB holds that no Redis index holds; True when all were seen.

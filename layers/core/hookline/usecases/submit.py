@@ -12,6 +12,7 @@ from hookline.ids import new_id
 from hookline.models import FlowControl, Job, JobRequest, JobStatus
 from hookline.ports import JobStore, LiveIndex, MetricsSink
 from hookline.sharding import shard_of
+from hookline.stats import NullStats, Outcome, StatsRecorder
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ class JobSubmitter:
         check_url: UrlChecker,
         shards: int,
         metrics: MetricsSink,
+        stats: StatsRecorder | None = None,
     ) -> None:
         self._store = store
         self._index = index
@@ -69,6 +71,7 @@ class JobSubmitter:
         self._check_url = check_url
         self._shards = shards
         self._metrics = metrics
+        self._stats: StatsRecorder = stats or NullStats()
 
     def build(self, tenant: str, request: JobRequest, now_ms: int) -> Job:
         """Returns the job a request describes, not yet stored."""
@@ -103,6 +106,7 @@ class JobSubmitter:
         if created:
             self.index(job, now_ms)
             self._metrics.count("Submitted")
+            self._stats.record(tenant, Outcome.SUBMITTED, now_ms)
         return SubmitResult(job, created)
 
     def index(self, job: Job, now_ms: int) -> None:
