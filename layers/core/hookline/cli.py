@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from hookline.cli_dev import add_dev_commands
+from hookline.cli_jobs import add_job_commands
 from hookline.cli_keys import add_key_commands
 
 
@@ -16,6 +17,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     add_key_commands(commands)
     add_dev_commands(commands)
+    add_job_commands(commands)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

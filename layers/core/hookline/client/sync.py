@@ -60,6 +60,7 @@ class Client:
             headers=calls.headers(api_key if api_key is not None else os.environ.get("HOOKLINE_KEY")),
             timeout=timeout_s,
             transport=transport,
+            verify=calls.tls_context(),
         )
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
