@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hookline.api import context, dead_letters, errors, gate, health, jobs, schedules, stats
+from hookline.api import context, dashboard, dead_letters, errors, gate, health, jobs, schedules, stats
 from hookline.metrics import PowertoolsMetrics
 from hookline.settings import Settings
 from hookline.wiring import Container
@@ -26,6 +26,7 @@ app.include_router(jobs.router)
 app.include_router(dead_letters.router)
 app.include_router(schedules.router)
 app.include_router(stats.router)
+app.include_router(dashboard.router)
 app.include_router(health.router)
 health.enable_docs(app)
 errors.register(app)
