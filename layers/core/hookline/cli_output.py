@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from hookline.api.schedules import ScheduleView
-from hookline.api.stats import StatsView
+from hookline.api.schedule_views import ScheduleView
+from hookline.api.stats_views import StatsView
 from hookline.api.views import ExecutionView, JobView
 from hookline.client import HooklineApiError
 

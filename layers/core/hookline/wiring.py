@@ -21,9 +21,9 @@ from hookline.dynamo.key_store import DynamoKeyStore
 from hookline.dynamo.schedule_store import DynamoScheduleStore
 from hookline.ports import MetricsSink, NullMetrics
 from hookline.redis_index import RedisIndex
+from hookline.redis_stats import RedisStats
 from hookline.settings import Settings
 from hookline.signing_secrets import SigningSecretProvider
-from hookline.stats import RedisStats
 from hookline.usecases.cron import CronRunner, ScheduleReconciler
 from hookline.usecases.execute import Executor
 from hookline.usecases.manage import JobManager

@@ -7,14 +7,14 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
-from pydantic import BaseModel, Field
 
 from hookline.api.context import container
 from hookline.api.errors import error_responses
 from hookline.api.gate import principal
 from hookline.api.pagination import decode_cursor, encode_cursor
-from hookline.api.views import JobView, rfc3339
-from hookline.cron.schedule import Schedule, ScheduleRequest, ScheduleUpdate
+from hookline.api.schedule_views import ScheduleJobsView, SchedulePageView, ScheduleView
+from hookline.api.views import JobView
+from hookline.cron.schedule import ScheduleRequest, ScheduleUpdate
 
 router = Router()
 
@@ -24,57 +24,6 @@ Limit = Annotated[int, Query(ge=1, le=100, description="Page size (at most 100).
 Cursor = Annotated[str | None, Query(max_length=512, description="The `next` token of the previous page.")]
 _READ_ERRORS = error_responses(401, 403, 404, 422, 429, 503)
 _WRITE_ERRORS = error_responses(401, 403, 404, 409, 413, 415, 422, 429, 503)
-
-
-class ScheduleView(BaseModel):
-    """A schedule as the API shows it."""
-
-    id: str
-    expression: str
-    timezone: str
-    job: dict[str, Any]
-    catch_up: str
-    paused: bool
-    version: int
-    start_at: str | None = None
-    end_at: str | None = None
-    created_at: str | None
-    updated_at: str | None
-    next_fire_times: list[str] | None = Field(
-        default=None, description="The next occurrences (RFC 3339 UTC); only when getting one schedule."
-    )
-
-    @classmethod
-    def of(cls, schedule: Schedule, next_fire_ms: list[int] | None = None) -> ScheduleView:
-        """Returns the view of a schedule, with its next fire times when given."""
-        return cls(
-            id=schedule.schedule_id,
-            expression=schedule.expression,
-            timezone=schedule.timezone,
-            job=schedule.job,
-            catch_up=schedule.catch_up.value,
-            paused=schedule.paused,
-            version=schedule.version,
-            start_at=rfc3339(schedule.start_ms),
-            end_at=rfc3339(schedule.end_ms),
-            created_at=rfc3339(schedule.created_ms),
-            updated_at=rfc3339(schedule.updated_ms),
-            next_fire_times=None if next_fire_ms is None else [str(rfc3339(ms)) for ms in next_fire_ms],
-        )
-
-
-class SchedulePageView(BaseModel):
-    """One page of schedules, newest first; pass `next` back as `cursor` for the following page."""
-
-    schedules: list[ScheduleView]
-    next: str | None
-
-
-class ScheduleJobsView(BaseModel):
-    """One page of the jobs a schedule created, newest occurrence first."""
-
-    jobs: list[JobView]
-    next: str | None
 
 
 def _ok(model: type[Any], description: str, status: int = 200) -> dict[int, Any]:

@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 
 import httpx
 
-from hookline.api.schedules import ScheduleJobsView, SchedulePageView, ScheduleView
-from hookline.api.stats import StatsView
+from hookline.api.schedule_views import ScheduleJobsView, SchedulePageView, ScheduleView
+from hookline.api.stats_views import StatsView
 from hookline.api.views import (
     BatchResultView,
     DeadLetterReplayView,

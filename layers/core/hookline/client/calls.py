@@ -18,8 +18,8 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
-from hookline.api.schedules import ScheduleJobsView, SchedulePageView, ScheduleView
-from hookline.api.stats import StatsView
+from hookline.api.schedule_views import ScheduleJobsView, SchedulePageView, ScheduleView
+from hookline.api.stats_views import StatsView
 from hookline.api.views import (
     BatchResultView,
     DeadLetterReplayView,
