@@ -9,7 +9,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hookline.adapters.metrics import PowertoolsMetrics
-from hookline.api import context, dead_letters, errors, gate, health, jobs, schedules
+from hookline.api import context, dashboard, dead_letters, errors, gate, health, jobs, schedules, stats
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 
@@ -26,6 +26,8 @@ app = APIGatewayRestResolver(enable_validation=True)
 app.include_router(jobs.router)
 app.include_router(dead_letters.router)
 app.include_router(schedules.router)
+app.include_router(stats.router)
+app.include_router(dashboard.router)
 app.include_router(health.router)
 health.enable_docs(app)
 errors.register(app)

@@ -109,6 +109,7 @@ def banner(stack: LocalStack) -> str:
 Hookline local stack is running (pid {pids["hookline dev"]}); Ctrl-C stops it.
 
   API        {stack.api_url}  ({stack.route_count} routes from template.yaml, request bin at {SINK_PATH})
+  dashboard  {stack.api_url}/dashboard  (sign in with the API key below)
   Redis      {stack.environment["HOOKLINE_REDIS_URL"]}  (redis pid {pids["redis"]})
   AWS        {aws}  ({aws_pid}; tables from template.yaml)
   timers     {timers}; fan-out up to {options.max_executors} executors

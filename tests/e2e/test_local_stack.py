@@ -117,6 +117,21 @@ def test_given_printed_dev_key_when_running_the_banner_curl_then_the_request_bin
     assert json.loads(callback["body"]) == {"hello": "world"}
 
 
+def test_given_dev_env_when_using_the_jobs_cli_and_dashboard_then_both_work_against_the_stack(
+    stack: DevStack,
+) -> None:
+    job = json.loads(stack.cli("jobs", "submit", f"{stack.api_url}/dev/sink", "--in", "0.2s", "--json"))
+    headers = {"Authorization": f"Bearer {stack.api_key}"}
+    with httpx.Client(base_url=stack.api_url, headers=headers, timeout=10) as client:
+        wait_until(lambda: client.get(f"/v1/jobs/{job['id']}").json()["status"] == "succeeded", timeout_s=15)
+        page = client.get("/dashboard")
+    attempts = json.loads(stack.cli("jobs", "attempts", job["id"], "--json"))
+
+    assert [(a["status_code"], a["outcome"]) for a in attempts] == [(200, "succeeded")]
+    assert page.status_code == 200 and "<title>Hookline</title>" in page.text
+    assert f"{stack.api_url}/dashboard" in stack.output  # the banner names it
+
+
 def test_given_unknown_route_when_requested_then_api_gateway_answers_403(stack: DevStack) -> None:
     response = httpx.get(f"{stack.api_url}/no/such/route", timeout=10)
 

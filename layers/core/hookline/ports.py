@@ -25,6 +25,7 @@ from hookline.domain.delivery import (
 )
 from hookline.domain.keys import KeyRecord, SigningSecrets
 from hookline.domain.models import Execution, Job, JobStatus, Member
+from hookline.domain.stats import Outcome
 
 # Checks that a callback URL may be called (raises UnsafeUrl or UnresolvedHost); returns nothing useful.
 UrlChecker = Callable[[str], object]
@@ -361,3 +362,25 @@ class NullMetrics:
 
     def gauge(self, name: str, value: float) -> None:
         """Ignores the level."""
+
+
+class StatsRecorder(Protocol):
+    """Where the use cases report outcomes (Redis in production; nothing in unit tests)."""
+
+    def record(
+        self, tenant: str, outcome: Outcome, now_ms: int, job_id: str | None = None, lag_ms: int | None = None
+    ) -> None:
+        """Counts one outcome in the current minute, with the attempt's fire lag when it made one.
+
+        With job_id, DEAD adds the job to the dead-letter count and REPLAYED takes it out.
+        """
+        ...
+
+
+class NullStats:
+    """Records nothing."""
+
+    def record(
+        self, tenant: str, outcome: Outcome, now_ms: int, job_id: str | None = None, lag_ms: int | None = None
+    ) -> None:
+        """Ignores the outcome."""

@@ -13,6 +13,7 @@ from hookline.domain.models import Job, JobRequest, JobStatus
 from hookline.plumbing.wiring import Container
 from hookline.usecases.auth import ALL_SCOPES, mint_key
 from tests.support.apigw import ApiClient
+from tests.support.http_api import serving_api
 from tests.support.receiver import Receiver, Reply
 
 TENANT = "acme"
@@ -70,3 +71,10 @@ def api(container: Container) -> Iterator[Api]:
     context.use(container)
     # The real settings allow loopback so that dead_job's receiver on 127.0.0.1 can be called.
     yield Api(container, ApiClient(make_key(container)), ApiClient(make_key(container, OTHER_TENANT)))
+
+
+@pytest.fixture
+def served(api: Api) -> Iterator[str]:
+    """Serves the handler over real HTTP on a free loopback port; yields its base URL."""
+    with serving_api() as base_url:
+        yield base_url

@@ -9,7 +9,7 @@ from tests.support.apigw import ApiClient
 
 # Routes the cron work adds; the jobs API does not serve them (yet).
 SCHEDULE_PREFIX = "/v1/schedules"
-UNDOCUMENTED = {"/openapi.json", "/docs"}
+UNDOCUMENTED = {"/openapi.json", "/docs", "/dashboard"}
 
 
 def openapi() -> dict[str, object]:
@@ -64,3 +64,14 @@ def test_given_browser_when_opening_docs_then_swagger_ui_with_the_inlined_docume
     assert response.headers["content-type"].startswith("text/html")
     assert "swagger-ui" in response.body
     assert '"/v1/jobs/batch"' in response.body
+
+
+def test_given_openapi_when_reading_operations_then_each_has_a_unique_camel_case_operation_id() -> None:
+    paths = openapi()["paths"]
+    assert isinstance(paths, dict)
+
+    ids = [operation.get("operationId") for operations in paths.values() for operation in operations.values()]
+
+    assert all(isinstance(i, str) and re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)*", i) for i in ids), ids
+    assert len(ids) == len(set(ids))
+    assert {"submitJob", "getJob", "listJobs", "getStats", "replayDeadLetters", "updateSchedule"} <= set(ids)

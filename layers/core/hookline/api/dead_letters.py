@@ -27,6 +27,7 @@ router = Router()
     "/v1/dead-letters",
     summary="List dead jobs, newest first",
     tags=["dead letters"],
+    operation_id="listDeadLetters",
     responses={**ok_response(JobPageView, "A page of dead jobs"), **error_responses(401, 403, 422, 429, 503)},
 )
 @requires("jobs:read")
@@ -45,6 +46,7 @@ def list_dead_letters(limit: Limit = 50, cursor: Cursor = None) -> JobPageView:
     "/v1/dead-letters/replay",
     summary="Replay dead jobs by id, or up to 100 of them",
     tags=["dead letters"],
+    operation_id="replayDeadLetters",
     responses={
         **ok_response(DeadLetterReplayView, "What was replayed"),
         **error_responses(400, 401, 403, 413, 415, 422, 429, 503),

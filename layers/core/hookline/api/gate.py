@@ -32,7 +32,7 @@ from hookline.usecases.auth import Principal
 logger = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "X-Request-Id"
-PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json", "/docs"})
+PUBLIC_PATHS = frozenset({"/healthz", "/openapi.json", "/docs", "/dashboard"})
 # One job's payload may be 256 KiB (constants.MAX_BODY_BYTES); JSON escaping can double it, hence 1 MiB.
 MAX_REQUEST_BYTES = 1024 * 1024
 # A batch of 100 jobs; Lambda refuses synchronous payloads over 6 MB (API Gateway itself allows 10 MB).

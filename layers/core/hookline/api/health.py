@@ -35,6 +35,7 @@ _SECURITY_SCHEMES: dict[str, Any] = {"bearer": HTTPBearer(bearerFormat="hl_<key 
     "/healthz",
     summary="Check Redis and DynamoDB",
     tags=["health"],
+    operation_id="getHealth",
     security=[{}],  # an empty requirement: no key needed (an empty list would inherit the bearer one)
     responses={
         200: {

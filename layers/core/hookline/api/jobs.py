@@ -47,6 +47,7 @@ def ok_response(model: type[Any], description: str, status: int = 200) -> dict[i
     "/v1/jobs",
     summary="Submit a job",
     tags=["jobs"],
+    operation_id="submitJob",
     responses={
         **ok_response(JobView, "Created", 201),
         **ok_response(JobView, "An idempotent repeat: the job the first request created"),
@@ -69,6 +70,7 @@ def submit_job(request: JobRequest) -> Response[JobView]:
     "/v1/jobs/batch",
     summary="Submit up to 100 jobs",
     tags=["jobs"],
+    operation_id="submitJobBatch",
     responses={
         **ok_response(BatchResultView, "One result per item"),
         **error_responses(400, 401, 403, 413, 415, 422, 429, 503),
@@ -106,6 +108,7 @@ def submit_batch(batch: BatchRequest) -> BatchResultView:
     "/v1/jobs",
     summary="List jobs, newest first",
     tags=["jobs"],
+    operation_id="listJobs",
     responses={**ok_response(JobPageView, "A page of jobs"), **_READ_ERRORS},
 )
 @requires("jobs:read")
@@ -122,6 +125,7 @@ def list_jobs(
     "/v1/jobs/<job_id>",
     summary="Get a job",
     tags=["jobs"],
+    operation_id="getJob",
     responses={**ok_response(JobView, "The job"), **error_responses(401, 403, 404, 422, 429, 503)},
 )
 @requires("jobs:read")
@@ -135,6 +139,7 @@ def get_job(job_id: JobId) -> JobView:
     "/v1/jobs/<job_id>",
     summary="Cancel a job that has not started",
     tags=["jobs"],
+    operation_id="cancelJob",
     responses={
         **ok_response(JobView, "The cancelled job"),
         **error_responses(401, 403, 404, 409, 422, 429, 503),
@@ -151,6 +156,7 @@ def cancel_job(job_id: JobId) -> JobView:
     "/v1/jobs/<job_id>/executions",
     summary="List a job's attempts",
     tags=["jobs"],
+    operation_id="listJobExecutions",
     responses={
         **ok_response(ExecutionsView, "Every attempt, oldest first"),
         **error_responses(401, 403, 404, 422, 429, 503),
@@ -168,6 +174,7 @@ def job_executions(job_id: JobId) -> ExecutionsView:
     "/v1/jobs/<job_id>/replay",
     summary="Replay a dead job",
     tags=["jobs"],
+    operation_id="replayJob",
     responses={
         **ok_response(JobView, "The job, scheduled again"),
         **error_responses(401, 403, 404, 409, 422, 429, 503),

@@ -7,15 +7,15 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
-from pydantic import BaseModel, Field
 
 from hookline.api.context import container
 from hookline.api.errors import error_responses
 from hookline.api.gate import principal
 from hookline.api.pagination import decode_cursor, encode_cursor
+from hookline.api.schedule_views import ScheduleJobsView, SchedulePageView, ScheduleView
 from hookline.api.scopes import requires
-from hookline.api.views import JobView, rfc3339
-from hookline.domain.cron.schedule import Schedule, ScheduleRequest, ScheduleUpdate
+from hookline.api.views import JobView
+from hookline.domain.cron.schedule import ScheduleRequest, ScheduleUpdate
 
 router = Router()
 
@@ -25,57 +25,6 @@ Limit = Annotated[int, Query(ge=1, le=100, description="Page size (at most 100).
 Cursor = Annotated[str | None, Query(max_length=512, description="The `next` token of the previous page.")]
 _READ_ERRORS = error_responses(401, 403, 404, 422, 429, 503)
 _WRITE_ERRORS = error_responses(400, 401, 403, 404, 409, 413, 415, 422, 429, 503)
-
-
-class ScheduleView(BaseModel):
-    """A schedule as the API shows it."""
-
-    id: str
-    expression: str
-    timezone: str
-    job: dict[str, Any]
-    catch_up: str
-    paused: bool
-    version: int
-    start_at: str | None = None
-    end_at: str | None = None
-    created_at: str | None
-    updated_at: str | None
-    next_fire_times: list[str] | None = Field(
-        default=None, description="The next occurrences (RFC 3339 UTC); only when getting one schedule."
-    )
-
-    @classmethod
-    def of(cls, schedule: Schedule, next_fire_ms: list[int] | None = None) -> ScheduleView:
-        """Returns the view of a schedule, with its next fire times when given."""
-        return cls(
-            id=schedule.schedule_id,
-            expression=schedule.expression,
-            timezone=schedule.timezone,
-            job=schedule.job,
-            catch_up=schedule.catch_up.value,
-            paused=schedule.paused,
-            version=schedule.version,
-            start_at=rfc3339(schedule.start_ms),
-            end_at=rfc3339(schedule.end_ms),
-            created_at=rfc3339(schedule.created_ms),
-            updated_at=rfc3339(schedule.updated_ms),
-            next_fire_times=None if next_fire_ms is None else [str(rfc3339(ms)) for ms in next_fire_ms],
-        )
-
-
-class SchedulePageView(BaseModel):
-    """One page of schedules, newest first; pass `next` back as `cursor` for the following page."""
-
-    schedules: list[ScheduleView]
-    next: str | None
-
-
-class ScheduleJobsView(BaseModel):
-    """One page of the jobs a schedule created, newest occurrence first."""
-
-    jobs: list[JobView]
-    next: str | None
 
 
 def _ok(model: type[Any], description: str, status: int = 200) -> dict[int, Any]:
@@ -88,6 +37,7 @@ def _ok(model: type[Any], description: str, status: int = 200) -> dict[int, Any]
     "/v1/schedules",
     summary="Create a cron schedule",
     tags=["schedules"],
+    operation_id="createSchedule",
     responses={**_ok(ScheduleView, "Created", 201), **_WRITE_ERRORS},
 )
 @requires("schedules:write")
@@ -104,6 +54,7 @@ def create_schedule(request: ScheduleRequest) -> Response[ScheduleView]:
     "/v1/schedules",
     summary="List schedules, newest first",
     tags=["schedules"],
+    operation_id="listSchedules",
     responses={**_ok(SchedulePageView, "A page of schedules"), **_READ_ERRORS},
 )
 @requires("schedules:read")
@@ -118,6 +69,7 @@ def list_schedules(limit: Limit = 50, cursor: Cursor = None) -> SchedulePageView
     "/v1/schedules/<schedule_id>",
     summary="Get a schedule and its next fire times",
     tags=["schedules"],
+    operation_id="getSchedule",
     responses={**_ok(ScheduleView, "The schedule"), **_READ_ERRORS},
 )
 @requires("schedules:read")
@@ -134,6 +86,7 @@ def get_schedule(schedule_id: ScheduleId) -> ScheduleView:
     "/v1/schedules/<schedule_id>",
     summary="Change, pause or resume a schedule",
     tags=["schedules"],
+    operation_id="updateSchedule",
     responses={**_ok(ScheduleView, "The changed schedule"), **_WRITE_ERRORS},
 )
 @requires("schedules:write")
@@ -147,6 +100,7 @@ def update_schedule(schedule_id: ScheduleId, update: ScheduleUpdate) -> Schedule
     "/v1/schedules/<schedule_id>",
     summary="Delete a schedule",
     tags=["schedules"],
+    operation_id="deleteSchedule",
     responses={204: {"description": "Deleted"}, **_READ_ERRORS},
 )
 @requires("schedules:write")
@@ -162,6 +116,7 @@ def delete_schedule(schedule_id: ScheduleId) -> Response[str]:
     "/v1/schedules/<schedule_id>/jobs",
     summary="List the jobs a schedule created",
     tags=["schedules"],
+    operation_id="listScheduleJobs",
     responses={**_ok(ScheduleJobsView, "A page of jobs"), **_READ_ERRORS},
 )
 @requires("schedules:read")

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
+from hookline.cli.jobs import add_job_commands
 from hookline.cli.keys import add_key_commands
 
 COMMANDS_GROUP = "hookline.commands"
@@ -21,6 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hookline", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     add_key_commands(commands)
+    add_job_commands(commands)
     for plugin in sorted(entry_points(group=COMMANDS_GROUP), key=lambda point: point.name):
         plugin.load()(commands)
     args = parser.parse_args(argv)

@@ -19,6 +19,7 @@ from hookline.adapters.http.client import HttpCallbackClient
 from hookline.adapters.http.safety import check_url
 from hookline.adapters.lambda_launcher import LambdaLauncher
 from hookline.adapters.redis.index import RedisIndex
+from hookline.adapters.redis.stats import RedisStats
 from hookline.domain.clock import SystemClock
 from hookline.plumbing.settings import Settings
 from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics
@@ -81,6 +82,11 @@ class Container:
         return RedisIndex(self.redis, consumer=self.consumer)
 
     @cached_property
+    def stats(self) -> RedisStats:
+        """Per-tenant statistics (counters per minute, dead-letter set) in Redis."""
+        return RedisStats(self.redis)
+
+    @cached_property
     def jobs(self) -> DynamoJobStore:
         """The jobs and executions tables."""
         return DynamoJobStore(
@@ -111,12 +117,13 @@ class Container:
             lambda url: check_url(url, allow_loopback),
             self.settings.shards,
             self.metrics,
+            stats=self.stats,
         )
 
     @cached_property
     def manager(self) -> JobManager:
         """The job administration use cases (read, list, cancel, replay)."""
-        return JobManager(self.jobs, self.index, self.clock, self.metrics)
+        return JobManager(self.jobs, self.index, self.clock, self.metrics, stats=self.stats)
 
     @cached_property
     def promoter(self) -> Promoter:
@@ -187,6 +194,7 @@ class Container:
             concurrency=self.settings.executor_concurrency,
             tenant_max_concurrency=self.settings.tenant_max_concurrency,
             tenant_rate_limit_per_s=self.settings.tenant_rate_limit_per_s,
+            stats=self.stats,
         )
 
     @cached_property
@@ -202,6 +210,7 @@ class Container:
             redeliver_after_ms=self.settings.redeliver_after_ms,
             max_deliveries=self.settings.max_deliveries,
             schedules=ScheduleReconciler(self.schedule_store, self.index, self.clock),
+            stats=self.stats,
         )
 
     @cached_property

@@ -15,6 +15,7 @@ from hookline.domain.delivery import Claim, Finish, Slot, StreamEntry
 from hookline.domain.errors import StaleState
 from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
 from hookline.domain.signing import callback_headers
+from hookline.domain.stats import Outcome
 from hookline.ports import (
     CallbackClient,
     Clock,
@@ -22,8 +23,10 @@ from hookline.ports import (
     JobStore,
     Limiters,
     MetricsSink,
+    NullStats,
     ReadyStream,
     SecretProvider,
+    StatsRecorder,
 )
 
 logger = logging.getLogger(__name__)
@@ -63,6 +66,7 @@ class Executor:
         tenant_max_concurrency: int | None = None,
         tenant_rate_limit_per_s: int | None = None,
         rng: random.Random | None = None,
+        stats: StatsRecorder | None = None,
     ) -> None:
         self._store = store
         self._stream = stream
@@ -77,6 +81,7 @@ class Executor:
         self._tenant_max_concurrency = tenant_max_concurrency
         self._tenant_rate_limit_per_s = tenant_rate_limit_per_s
         self._rng = rng or random.Random()
+        self._stats: StatsRecorder = stats or NullStats()
 
     def run(self, deadline_ms: int, block_ms: int = constants.EXECUTOR_BLOCK_MS) -> int:
         """Processes entries until deadline_ms with bounded concurrency; returns how many were processed.
@@ -196,11 +201,12 @@ class Executor:
             # Earlier attempts were lost to crashes and used up the budget: no delivery is left to make.
             return self._finish(entry, job, Finish(JobStatus.DEAD, None, "attempts_exhausted"), executions)
         self._metrics.count("Dispatched")
-        self._metrics.timing_ms("ScheduleLagMs", now_ms - job.due_ms)
+        lag_ms = now_ms - job.due_ms
+        self._metrics.timing_ms("ScheduleLagMs", lag_ms)
         result = self._callbacks.deliver(self._request(job, now_ms))
         self._metrics.timing_ms("CallbackLatencyMs", result.latency_ms)
         executions.append(_execution(job, now_ms, self._clock.now_ms(), result))
-        return self._finish(entry, job, self._decide(job, result), executions)
+        return self._finish(entry, job, self._decide(job, result), executions, lag_ms)
 
     def _decide(self, job: Job, result: CallbackResult) -> Finish:
         error = result.error_class or (None if result.succeeded else f"status {result.status_code}")
@@ -214,7 +220,12 @@ class Executor:
         return Finish(JobStatus.DEAD, result.status_code, error)
 
     def _finish(
-        self, entry: StreamEntry, job: Job, finish: Finish, executions: list[Execution]
+        self,
+        entry: StreamEntry,
+        job: Job,
+        finish: Finish,
+        executions: list[Execution],
+        lag_ms: int | None = None,
     ) -> Disposition:
         now_ms = self._clock.now_ms()
         if finish.status is JobStatus.SCHEDULED:
@@ -234,13 +245,16 @@ class Executor:
             self._stream.dead_letter(entry, finish.error or "dead", now_ms)
             self._metrics.count("DeadLettered")
             self._metrics.count("Failed")
+            self._stats.record(job.tenant, Outcome.DEAD, now_ms, job.job_id, lag_ms)
             return Disposition.DEAD
         self._stream.ack(entry)
         if finish.status is JobStatus.SCHEDULED:
             self._metrics.count("Retried")
             self._metrics.count("Failed")
+            self._stats.record(job.tenant, Outcome.RETRIED, now_ms, lag_ms=lag_ms)
             return Disposition.RETRIED
         self._metrics.count("Succeeded")
+        self._stats.record(job.tenant, Outcome.SUCCEEDED, now_ms, lag_ms=lag_ms)
         return Disposition.SUCCEEDED
 
     def _request(self, job: Job, now_ms: int) -> CallbackRequest:

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from hookline.domain.errors import Conflict, HooklineError, StaleState
 from hookline.domain.models import Execution, Job, JobStatus
-from hookline.ports import Clock, DueIndex, JobAdminStore, MetricsSink
+from hookline.domain.stats import Outcome
+from hookline.ports import Clock, DueIndex, JobAdminStore, MetricsSink, NullStats, StatsRecorder
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +51,14 @@ class JobManager:
         clock: Clock,
         metrics: MetricsSink,
         replay_batch: int = MAX_REPLAY_BATCH,
+        stats: StatsRecorder | None = None,
     ) -> None:
         self._store = store
         self._index = index
         self._clock = clock
         self._metrics = metrics
         self._replay_batch = replay_batch
+        self._stats: StatsRecorder = stats or NullStats()
 
     def get(self, tenant: str, job_id: str) -> Job:
         """Returns one of the tenant's jobs; raises NotFound (also for another tenant's id)."""
@@ -90,6 +93,7 @@ class JobManager:
             # Harmless: the promoter still moves the member, and the executor's claim drops it as stale.
             logger.exception("could not unindex a cancelled job", extra={"job_id": job_id})
         self._metrics.count("Cancelled")
+        self._stats.record(tenant, Outcome.CANCELLED, now_ms)
         return before.with_changes(status=JobStatus.CANCELLED, updated_ms=now_ms)
 
     def replay(self, tenant: str, job_id: str) -> Job:
@@ -108,6 +112,7 @@ class JobManager:
             logger.exception("indexing a replayed job failed", extra={"job_id": job_id})
             self._metrics.count("IndexFailed")
         self._metrics.count("Replayed")
+        self._stats.record(tenant, Outcome.REPLAYED, now_ms, job_id)
         return job
 
     def replay_dead(self, tenant: str, job_ids: list[str] | None) -> BulkReplay:

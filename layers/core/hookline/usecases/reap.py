@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from hookline.domain.delivery import StreamEntry
 from hookline.domain.errors import StaleState
 from hookline.domain.models import Job, JobStatus
-from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, ReadyStream
+from hookline.domain.stats import Outcome
+from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, NullStats, ReadyStream, StatsRecorder
 from hookline.usecases.cron import ScheduleReconciler
 
 logger = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class Reaper:
         redeliver_after_ms: int,
         max_deliveries: int,
         schedules: ScheduleReconciler | None = None,
+        stats: StatsRecorder | None = None,
     ) -> None:
         self._store = store
         self._stream = stream
@@ -56,6 +58,7 @@ class Reaper:
         self._redeliver_after_ms = redeliver_after_ms
         self._max_deliveries = max_deliveries
         self._schedules = schedules
+        self._stats: StatsRecorder = stats or NullStats()
 
     def run(self, deadline_ms: int) -> ReapReport:
         """Re-delivers, reconciles and trims every shard, stopping early at deadline_ms."""
@@ -101,6 +104,7 @@ class Reaper:
         self._stream.dead_letter(entry, "deliveries_exhausted", now_ms)
         report.dead_lettered += 1
         self._metrics.count("DeadLettered")
+        self._stats.record(entry.member.tenant, Outcome.DEAD, now_ms, entry.member.job_id)
 
     def reconcile(self, shard: int, deadline_ms: int, report: ReapReport) -> bool:
         """Indexes again every live job DynamoDB holds that no Redis index holds; True when all were seen.

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from hookline.domain.ids import new_id
 from hookline.domain.models import FlowControl, Job, JobRequest, JobStatus
 from hookline.domain.sharding import shard_of
-from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, UrlChecker
+from hookline.domain.stats import Outcome
+from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, NullStats, StatsRecorder, UrlChecker
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ class JobSubmitter:
         check_url: UrlChecker,
         shards: int,
         metrics: MetricsSink,
+        stats: StatsRecorder | None = None,
     ) -> None:
         self._store = store
         self._index = index
@@ -65,6 +67,7 @@ class JobSubmitter:
         self._check_url = check_url
         self._shards = shards
         self._metrics = metrics
+        self._stats: StatsRecorder = stats or NullStats()
 
     def build(self, tenant: str, request: JobRequest, now_ms: int) -> Job:
         """Returns the job a request describes, not yet stored."""
@@ -102,6 +105,7 @@ class JobSubmitter:
         if created:
             self.index(job, now_ms)
             self._metrics.count("Submitted")
+            self._stats.record(tenant, Outcome.SUBMITTED, now_ms)
         return SubmitResult(job, created)
 
     def index(self, job: Job, now_ms: int) -> None:

@@ -66,3 +66,13 @@ def concurrency_key(tenant: str, key: str) -> str:
 def api_rate_key(key_id: str) -> str:
     """ZSET: request id → request time (ms); the sliding-window log of one API key's request rate."""
     return f"{{hl:api:{key_id}}}:rate"
+
+
+def stats_bucket_key(tenant: str, minute: int) -> str:
+    """HASH: counter → value; one tenant's outcomes in one minute (ms // 60000), expiring after two hours."""
+    return f"{{hl:st:{tenant}}}:m:{minute}"
+
+
+def stats_dead_key(tenant: str) -> str:
+    """ZSET: job id → expiry (s) of its record; the tenant's dead jobs, counted in O(log N)."""
+    return f"{{hl:st:{tenant}}}:dead"

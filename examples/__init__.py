@@ -1,0 +1,1 @@
+"""Runnable examples of using Hookline (the tests run them)."""

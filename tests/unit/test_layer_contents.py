@@ -1,0 +1,39 @@
+"""What layers/core/Makefile puts in the Lambda layer: the package less the workstation-only parts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from hookline_local.template import find_template
+
+REPO = find_template().parent
+
+
+def test_given_the_layer_build_when_run_then_cli_and_client_are_left_out_and_the_dashboard_kept(
+    tmp_path: Path,
+) -> None:
+    # PYTHON=true skips the pip step (it fetches Lambda wheels); the copy and the pruning run as in sam build.
+    subprocess.run(
+        ["make", "-s", "-f", str(REPO / "layers/core/Makefile"), "build-CoreLayer",
+         f"ARTIFACTS_DIR={tmp_path}", "PYTHON=true"],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    package = tmp_path / "python" / "hookline"
+    probe = (
+        "import os, hookline, hookline.api.dashboard, hookline.api.dashboard_page;"
+        "assert hookline.__file__.startswith(os.getcwd()), hookline.__file__;"
+        "assert hookline.verify and hookline.api.dashboard_page.page()[0].startswith('<!doctype html>');"
+        "import importlib.util as u; assert u.find_spec('hookline.client') is None"
+    )
+
+    assert not (package / "cli").exists() and not (package / "client").exists()
+    assert not list(package.rglob("hookline_local*"))
+    assert {p.name for p in (package / "api" / "dashboard_page").iterdir()} >= {
+        "index.html",
+        "app.js",
+        "app.css",
+    }
+    # The layer's package imports on its own (its dependencies come from this virtualenv here).
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=tmp_path / "python", timeout=30)
