@@ -227,6 +227,14 @@ class ReadyStream(Protocol):
         """Finishes a delivery."""
         ...
 
+    def heartbeat(self, entries: Sequence[StreamEntry]) -> set[str]:
+        """Marks this consumer's pending entries as alive (not idle); returns the ids it still holds."""
+        ...
+
+    def undelivered(self, shard: int) -> int:
+        """Returns how many entries no consumer has read yet (the backlog more executors would help)."""
+        ...
+
     def defer(self, entry: StreamEntry, due_ms: int) -> bool:
         """Puts a delivery back for later without spending an attempt."""
         ...
