@@ -66,11 +66,15 @@ class JobStore(Protocol):
         ...
 
     def claim(self, member: Member, now_ms: int) -> Claim:
-        """Starts one attempt or raises StaleState."""
+        """Starts one attempt under a lease; raises NotYet (try later) or StaleState (drop the delivery)."""
+        ...
+
+    def renew_lease(self, job: Job, lease_expires_at_ms: int) -> None:
+        """Extends the lease of the attempt holding job, or raises StaleState when it lost the job."""
         ...
 
     def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
-        """Ends an attempt or raises StaleState."""
+        """Ends an attempt; raises StaleState (lost the job) or DependencyDown (nothing written)."""
         ...
 
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
