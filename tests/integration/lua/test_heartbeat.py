@@ -85,3 +85,14 @@ def test_given_beaten_entry_when_recovery_runs_then_only_the_unbeaten_one_is_red
     assert shard_state(redis_client) == state(
         ready=[entry(A), entry(B, 1)], pending=[(A, EXECUTOR, 1)], inflight={A: 1, B: 5_000}
     )
+
+
+def test_given_redis_lost_the_stream_when_beaten_then_nothing_is_held_and_nothing_raised(
+    redis_client: redis.Redis, redis_index: RedisIndex
+) -> None:
+    seed(redis_client, ready=[entry(A)], inflight={A: 1})
+    (a,) = deliver(redis_index, 1)
+    redis_client.flushall()
+
+    assert redis_index.heartbeat([a]) == set()
+    assert shard_state(redis_client) == state()

@@ -78,7 +78,12 @@ class RedisReadyStream(RedisBase):
         for shard, entry_ids in sorted(by_shard.items()):
             keys = [redis_keys.ready_stream(shard)]
             args = [redis_keys.CONSUMER_GROUP, self._consumer, *entry_ids]
-            reply = cast(list[Any], self._scripts["heartbeat"](keys=keys, args=args))
+            try:
+                reply = cast(list[Any], self._scripts["heartbeat"](keys=keys, args=args))
+            except redis.ResponseError as error:
+                if "NOGROUP" not in str(error):
+                    raise
+                continue  # Redis lost the stream: nothing is held there any more (reconcile re-indexes)
             held.update(text(entry_id) for entry_id in reply)
         return held
 
