@@ -59,8 +59,13 @@ def settings(aws_endpoint: str, redis_client: redis.Redis, redis_url: str) -> Se
         aws_endpoint_url=aws_endpoint,
         allow_loopback=True,
         executor_concurrency=8,
-        redeliver_after_ms=300,
+        # Short leases: 2 s, renewed from 1 s left by a 100 ms heartbeat; idle entries re-delivered after
+        # 0.5 s by recoveries every 0.2 s (LeaseTiming checks these keep its invariants).
+        lease_ms=2_000,
         lease_margin_ms=200,
+        heartbeat_ms=100,
+        redeliver_after_ms=500,
+        recover_every_ms=200,
         promoter_max_sleep_ms=200,
     )
     make_tables(result)

@@ -16,8 +16,9 @@ tracer = Tracer()
 metrics = Metrics()
 sink = PowertoolsMetrics(metrics)
 container = Container(Settings.from_env(), metrics=sink)
-# Stop taking work early enough for the longest callback to finish before the invocation ends.
-RESERVE_MS = int((constants.MAX_TIMEOUT_S + constants.LEASE_MARGIN_S) * 1000)
+# Stop taking work early enough for the longest callback, and the recording of its outcome, to finish before
+# the invocation ends.
+RESERVE_MS = int((constants.MAX_TIMEOUT_S + constants.ATTEMPT_WRAP_UP_S) * 1000)
 
 
 @logger.inject_lambda_context

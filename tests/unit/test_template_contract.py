@@ -215,7 +215,11 @@ def test_given_default_parameters_when_settings_read_them_then_tunables_equal_co
         "executor_concurrency",
         "redeliver_after_ms",
         "max_deliveries",
+        "lease_ms",
         "lease_margin_ms",
+        "lease_renew_below_ms",
+        "heartbeat_ms",
+        "recover_every_ms",
         "promoter_max_sleep_ms",
         "tenant_max_concurrency",
         "aws_endpoint_url",
@@ -334,9 +338,9 @@ def test_given_execute_timeout_when_longest_callback_must_fit_then_one_executor_
     rate_s = {spec.function_id: spec.rate_s for spec in schedules(template)}["ExecuteFunction"]
     timeout_s = function_timeout_s(template, "ExecuteFunction")
 
-    # The executor claims only while the longest callback plus the lease margin still fits in its
+    # The executor claims only while the longest callback plus its wrap-up still fits in its
     # remaining time (RESERVE_MS in functions/execute/app.py).
-    claiming_window_s = timeout_s - constants.MAX_TIMEOUT_S - constants.LEASE_MARGIN_S
+    claiming_window_s = timeout_s - constants.MAX_TIMEOUT_S - constants.ATTEMPT_WRAP_UP_S
     assert claiming_window_s > rate_s
 
 

@@ -70,11 +70,15 @@ class JobStore(Protocol):
         ...
 
     def claim(self, member: Member, now_ms: int) -> Claim:
-        """Starts one attempt or raises StaleState."""
+        """Starts one attempt under a lease; raises NotYet (try later) or StaleState (drop the delivery)."""
+        ...
+
+    def renew_lease(self, job: Job, lease_expires_at_ms: int) -> None:
+        """Extends the lease of the attempt holding job, or raises StaleState when it lost the job."""
         ...
 
     def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
-        """Ends an attempt or raises StaleState."""
+        """Ends an attempt; raises StaleState (lost the job) or DependencyDown (nothing written)."""
         ...
 
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
@@ -229,6 +233,14 @@ class ReadyStream(Protocol):
 
     def ack(self, entry: StreamEntry) -> bool:
         """Finishes a delivery."""
+        ...
+
+    def heartbeat(self, entries: Sequence[StreamEntry]) -> set[str]:
+        """Marks this consumer's pending entries as alive (not idle); returns the ids it still holds."""
+        ...
+
+    def undelivered(self, shard: int) -> int:
+        """Returns how many entries no consumer has read yet (the backlog more executors would help)."""
         ...
 
     def defer(self, entry: StreamEntry, due_ms: int) -> bool:

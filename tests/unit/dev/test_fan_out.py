@@ -14,14 +14,14 @@ POLICY = FanOutPolicy(
 )
 
 
-class FakeIndex:
-    """Answers depth() with a settable in-flight count per shard."""
+class FakeStream:
+    """Answers undelivered() with a settable count of unread entries per shard."""
 
-    def __init__(self, inflight: dict[int, int]) -> None:
-        self.inflight = inflight
+    def __init__(self, unread: dict[int, int]) -> None:
+        self.unread = unread
 
-    def depth(self, shard: int) -> tuple[int, int]:
-        return 0, self.inflight.get(shard, 0)
+    def undelivered(self, shard: int) -> int:
+        return self.unread.get(shard, 0)
 
 
 class FakeLauncher:
@@ -34,14 +34,14 @@ class FakeLauncher:
         return min(count, self._accept)
 
 
-def _scaler(index: FakeIndex, launcher: Any, clock: FrozenClock) -> ExecutorScaler:
+def _scaler(index: FakeStream, launcher: Any, clock: FrozenClock) -> ExecutorScaler:
     return ExecutorScaler(index, clock, [0, 1], launcher, NullMetrics(), POLICY)  # type: ignore[arg-type]
 
 
 def test_given_small_backlog_when_checking_then_nothing_is_launched() -> None:
     launcher = FakeLauncher()
 
-    started = _scaler(FakeIndex({0: 5, 1: 4}), launcher, FrozenClock(0)).check()
+    started = _scaler(FakeStream({0: 5, 1: 4}), launcher, FrozenClock(0)).check()
 
     assert started == 0
     assert launcher.requests == []
@@ -50,7 +50,7 @@ def test_given_small_backlog_when_checking_then_nothing_is_launched() -> None:
 def test_given_backlog_over_all_shards_when_checking_then_one_executor_per_threshold_is_launched() -> None:
     launcher = FakeLauncher()
 
-    started = _scaler(FakeIndex({0: 15, 1: 10}), launcher, FrozenClock(0)).check()
+    started = _scaler(FakeStream({0: 15, 1: 10}), launcher, FrozenClock(0)).check()
 
     assert started == 2
     assert launcher.requests == [2]
@@ -59,12 +59,12 @@ def test_given_backlog_over_all_shards_when_checking_then_one_executor_per_thres
 def test_given_huge_backlog_when_checking_then_launches_are_capped_per_check() -> None:
     launcher = FakeLauncher()
 
-    assert _scaler(FakeIndex({0: 10_000}), launcher, FrozenClock(0)).check() == 3
+    assert _scaler(FakeStream({0: 10_000}), launcher, FrozenClock(0)).check() == 3
 
 
 def test_given_a_launch_when_checking_again_then_it_waits_for_the_cooldown() -> None:
     clock, launcher = FrozenClock(0), FakeLauncher()
-    scaler = _scaler(FakeIndex({0: 100}), launcher, clock)
+    scaler = _scaler(FakeStream({0: 100}), launcher, clock)
     scaler.check()
 
     clock.advance(4_999)
@@ -77,10 +77,10 @@ def test_given_a_launch_when_checking_again_then_it_waits_for_the_cooldown() -> 
 
 
 def test_given_no_launch_when_checking_again_then_it_waits_only_the_check_interval() -> None:
-    clock, index, launcher = FrozenClock(0), FakeIndex({0: 0}), FakeLauncher()
+    clock, index, launcher = FrozenClock(0), FakeStream({0: 0}), FakeLauncher()
     scaler = _scaler(index, launcher, clock)
     scaler.check()
-    index.inflight[0] = 50
+    index.unread[0] = 50
 
     clock.advance(999)
     early = scaler.check()
@@ -91,7 +91,7 @@ def test_given_no_launch_when_checking_again_then_it_waits_only_the_check_interv
 
 
 def test_given_launcher_refusing_when_checking_then_only_started_ones_are_counted() -> None:
-    assert _scaler(FakeIndex({0: 100}), FakeLauncher(accept=1), FrozenClock(0)).check() == 1
+    assert _scaler(FakeStream({0: 100}), FakeLauncher(accept=1), FrozenClock(0)).check() == 1
 
 
 class FakePromoter:
@@ -111,7 +111,7 @@ def test_given_deadline_when_promoting_then_runs_are_cut_at_the_check_interval_a
     clock, launcher = FrozenClock(0), FakeLauncher()
     promoter = FakePromoter(clock)
 
-    moved = _scaler(FakeIndex({0: 0}), launcher, clock).promote_until(promoter, 2_500)  # type: ignore[arg-type]
+    moved = _scaler(FakeStream({0: 0}), launcher, clock).promote_until(promoter, 2_500)  # type: ignore[arg-type]
 
     assert promoter.deadlines == [1_000, 2_000, 2_500]
     assert moved == 3

@@ -36,8 +36,8 @@ def test_given_execute_function_when_specced_then_its_context_outlasts_the_execu
 
     remaining_ms = function.context().get_remaining_time_in_millis()
 
-    # functions/execute/app.py claims only while remaining time exceeds the longest callback + lease.
-    reserve_ms = (constants.MAX_TIMEOUT_S + constants.LEASE_MARGIN_S) * 1000
+    # functions/execute/app.py claims only while remaining time exceeds the longest callback + wrap-up.
+    reserve_ms = (constants.MAX_TIMEOUT_S + constants.ATTEMPT_WRAP_UP_S) * 1000
     assert spec.handler_file == "functions/execute/app.py"
     assert spec.memory_mb == 1024
     assert remaining_ms - reserve_ms > 60_000

@@ -23,8 +23,23 @@ EARLIEST_TIME_MS = 0
 LATEST_TIME_MS = 4_102_444_800_000
 MAX_RETRY_AFTER_S = 24 * 3600
 
-# Execution.
-LEASE_MARGIN_S = 30.0
+# Execution: leases, heartbeats and recovery (hookline.domain.leases.LeaseTiming says what each keeps).
+# A claim holds its job this long; the executor's heartbeat extends it while the attempt runs, so a killed
+# executor's job is free again within LEASE_MS, whatever the job's callback timeout.
+LEASE_MS = 10_000
+# An attempt's callback must end this long before its lease expires (clock skew, the finish write).
+LEASE_MARGIN_S = 2.0
+# The heartbeat renews a lease once less than this is left: an attempt over within 5 s costs no renewal.
+LEASE_RENEW_BELOW_MS = LEASE_MS // 2
+# How often an executor resets the idle time of its pending entries and renews the leases due.
+HEARTBEAT_MS = 1_000
+# A pending entry idle this long is re-delivered: its executor missed several heartbeats, so it is gone.
+REDELIVER_AFTER_MS = 8_000
+# How often every executor re-delivers idle entries (the reaper does too, once a minute).
+RECOVER_EVERY_MS = 2_000
+# An executor stops taking work this long plus the longest callback before its invocation ends: room for
+# recording the outcome (the finish write, its retries and DynamoDB's timeouts) after the callback.
+ATTEMPT_WRAP_UP_S = 30.0
 RESPONSE_BODY_PREVIEW_BYTES = 1024
 EXECUTION_RETENTION_S = 30 * 24 * 3600
 TERMINAL_JOB_RETENTION_S = 30 * 24 * 3600

@@ -84,6 +84,17 @@ class StaleState(HooklineError):
     http_status = 409
 
 
+class NotYet(HooklineError):
+    """A job may not start an attempt yet: it is due later, or another attempt still holds its lease."""
+
+    code = "not_yet"
+    http_status = 409
+
+    def __init__(self, message: str, retry_at_ms: int) -> None:
+        super().__init__(message)
+        self.retry_at_ms = retry_at_ms
+
+
 class RateLimited(HooklineError):
     """The caller exceeded its request rate."""
 
@@ -96,7 +107,7 @@ class RateLimited(HooklineError):
 
 
 class DependencyDown(HooklineError):
-    """Redis or DynamoDB is unreachable."""
+    """Redis or DynamoDB is unreachable, or kept refusing for a transient reason (throttled, conflicting)."""
 
     code = "dependency_unavailable"
     http_status = 503

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hookline.domain import constants
+from hookline.domain.leases import LeaseTiming
 
 
 def _flag(value: str | None) -> bool:
@@ -30,11 +31,19 @@ class Settings:
     shards: int = 1
     allow_loopback: bool = False
     executor_concurrency: int = 32
-    # A pending entry idle this long is re-delivered; a claim still fails while the job's own lease runs.
-    redeliver_after_ms: int = 60_000
+    # Leases, heartbeats and recovery (hookline.domain.leases.LeaseTiming checks the invariants between them).
+    # A pending entry idle this long is re-delivered (by every executor each recover_every_ms, and by the
+    # reaper); executors beat their entries every heartbeat_ms, so only a gone executor's entries go idle.
+    redeliver_after_ms: int = constants.REDELIVER_AFTER_MS
     max_deliveries: int = 5
-    # A claim's lease is the job's timeout plus this margin; only then may another executor take it over.
+    # A claim holds its job for lease_ms, renewed by the heartbeat once less than lease_renew_below_ms (by
+    # default half the lease) is left; only after it expires may another executor take the job over. A
+    # callback ends (or does not start) lease_margin_ms before the lease it holds expires.
+    lease_ms: int = constants.LEASE_MS
     lease_margin_ms: int = int(constants.LEASE_MARGIN_S * 1000)
+    lease_renew_below_ms: int | None = None
+    heartbeat_ms: int = constants.HEARTBEAT_MS
+    recover_every_ms: int = constants.RECOVER_EVERY_MS
     promoter_max_sleep_ms: int = constants.PROMOTER_MAX_SLEEP_MS
     tenant_max_concurrency: int | None = None
     # API requests per second per API key, unless the key record sets its own `rate_limit_per_s`.
@@ -49,6 +58,17 @@ class Settings:
     cron_min_interval_ms: int = 1000
     cron_tenant_min_interval_ms: str = ""
     cron_misfire_grace_ms: int = 30_000
+
+    def lease_timing(self) -> LeaseTiming:
+        """Returns the lease, heartbeat and recovery timings; ValueError when they break an invariant."""
+        return LeaseTiming(
+            lease_ms=self.lease_ms,
+            margin_ms=self.lease_margin_ms,
+            renew_below_ms=self.lease_renew_below_ms or self.lease_ms // 2,
+            heartbeat_ms=self.heartbeat_ms,
+            redeliver_after_ms=self.redeliver_after_ms,
+            recover_every_ms=self.recover_every_ms,
+        )
 
     def cron_tenant_floors_ms(self) -> dict[str, int]:
         """Returns the per-tenant frequency floors parsed from "tenant=ms,tenant=ms"."""
@@ -75,7 +95,11 @@ class Settings:
             executor_concurrency=int(env.get("HOOKLINE_EXECUTOR_CONCURRENCY", default.executor_concurrency)),
             redeliver_after_ms=int(env.get("HOOKLINE_REDELIVER_AFTER_MS", default.redeliver_after_ms)),
             max_deliveries=int(env.get("HOOKLINE_MAX_DELIVERIES", default.max_deliveries)),
+            lease_ms=int(env.get("HOOKLINE_LEASE_MS", default.lease_ms)),
             lease_margin_ms=int(env.get("HOOKLINE_LEASE_MARGIN_MS", default.lease_margin_ms)),
+            lease_renew_below_ms=_optional_int(env.get("HOOKLINE_LEASE_RENEW_BELOW_MS")),
+            heartbeat_ms=int(env.get("HOOKLINE_HEARTBEAT_MS", default.heartbeat_ms)),
+            recover_every_ms=int(env.get("HOOKLINE_RECOVER_EVERY_MS", default.recover_every_ms)),
             promoter_max_sleep_ms=int(
                 env.get("HOOKLINE_PROMOTER_MAX_SLEEP_MS", default.promoter_max_sleep_ms)
             ),

@@ -34,6 +34,16 @@ from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline.usecases.submit import JobSubmitter
 
+# botocore's defaults (60 s connect and read timeouts) let one call to a browned-out DynamoDB hang a
+# thread for minutes, far past the lease (10 s) the executor holds: the attempt would then start or finish
+# its callback after another executor took the job over, and its heartbeat could not renew in time.
+# DynamoDB answers in milliseconds when healthy, so a call gets 2 s to connect and 5 s per read, and
+# standard-mode retries (with backoff, honouring throttles) at most 3 attempts: a failure shows up as an
+# error within about 20 s, which the executor handles (leave the entry pending) and the API answers with 503.
+DYNAMODB_CONNECT_TIMEOUT_S = 2.0
+DYNAMODB_READ_TIMEOUT_S = 5.0
+DYNAMODB_MAX_ATTEMPTS = 3
+
 
 def dynamodb_client(settings: Settings, max_connections: int = 50) -> Any:
     """Returns a DynamoDB client for the configured endpoint (moto or LocalStack locally, AWS otherwise)."""
@@ -41,7 +51,12 @@ def dynamodb_client(settings: Settings, max_connections: int = 50) -> Any:
         "dynamodb",
         endpoint_url=settings.aws_endpoint_url,
         region_name=settings.aws_region,
-        config=Config(max_pool_connections=max_connections, retries={"mode": "standard", "max_attempts": 5}),
+        config=Config(
+            max_pool_connections=max_connections,
+            connect_timeout=DYNAMODB_CONNECT_TIMEOUT_S,
+            read_timeout=DYNAMODB_READ_TIMEOUT_S,
+            retries={"mode": "standard", "total_max_attempts": DYNAMODB_MAX_ATTEMPTS},
+        ),
     )
 
 
@@ -93,7 +108,7 @@ class Container:
             self.dynamodb,
             self.settings.jobs_table,
             self.settings.executions_table,
-            lease_margin_ms=self.settings.lease_margin_ms,
+            lease_ms=self.settings.lease_ms,
         )
 
     @cached_property
@@ -195,6 +210,8 @@ class Container:
             tenant_max_concurrency=self.settings.tenant_max_concurrency,
             tenant_rate_limit_per_s=self.settings.tenant_rate_limit_per_s,
             stats=self.stats,
+            timing=self.settings.lease_timing(),
+            max_deliveries=self.settings.max_deliveries,
         )
 
     @cached_property

@@ -6,13 +6,15 @@ import logging
 import random
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import replace
 from enum import StrEnum
 
 from hookline.domain import constants
 from hookline.domain.backoff import retry_delay_ms
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.delivery import Claim, Finish, Slot, StreamEntry
-from hookline.domain.errors import StaleState
+from hookline.domain.errors import DependencyDown, NotYet, StaleState
+from hookline.domain.leases import LeaseTiming
 from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
 from hookline.domain.signing import callback_headers
 from hookline.domain.stats import Outcome
@@ -28,6 +30,8 @@ from hookline.ports import (
     SecretProvider,
     StatsRecorder,
 )
+from hookline.usecases.heartbeat import Heartbeat, Hold
+from hookline.usecases.recover import Recoverer
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +50,7 @@ class Disposition(StrEnum):
     DEFERRED = "deferred"
     STALE = "stale"
     LOST_HOLD = "lost_hold"
+    LEFT_PENDING = "left_pending"  # nothing recorded; a recoverer re-delivers the entry once it is idle
 
 
 class Executor:
@@ -67,6 +72,8 @@ class Executor:
         tenant_rate_limit_per_s: int | None = None,
         rng: random.Random | None = None,
         stats: StatsRecorder | None = None,
+        timing: LeaseTiming | None = None,
+        max_deliveries: int = 5,
     ) -> None:
         self._store = store
         self._stream = stream
@@ -82,17 +89,31 @@ class Executor:
         self._tenant_rate_limit_per_s = tenant_rate_limit_per_s
         self._rng = rng or random.Random()
         self._stats: StatsRecorder = stats or NullStats()
+        self._timing = timing or LeaseTiming()
+        self._heartbeat = Heartbeat(stream, store, clock, self._timing, metrics)
+        self._recoverer = Recoverer(
+            store, stream, clock, shards, metrics, self._timing.redeliver_after_ms, max_deliveries
+        )
+        self._next_recovery_ms = 0
 
     def run(self, deadline_ms: int, block_ms: int = constants.EXECUTOR_BLOCK_MS) -> int:
         """Processes entries until deadline_ms with bounded concurrency; returns how many were processed.
 
         Entries taken before the deadline are finished after it: the caller leaves room for the longest
-        callback timeout, and the reaper re-delivers whatever a killed invocation left pending.
+        callback timeout. The heartbeat keeps the attempts' entries and leases alive until they end (the
+        pool is shut down, waiting for them, before the heartbeat stops). Every recover_every_ms the loop
+        also re-delivers what gone executors left pending, so that waits for no reaper.
         """
         processed = 0
         running: set[Future[Disposition | None]] = set()
-        with ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="deliver") as pool:
+        with (
+            self._heartbeat.running(),
+            ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="deliver") as pool,
+        ):
             while (now_ms := self._clock.now_ms()) < deadline_ms:
+                if now_ms >= self._next_recovery_ms:
+                    self._recover_safely()
+                    self._next_recovery_ms = now_ms + self._timing.recover_every_ms
                 free = self._concurrency - len(running)
                 if free <= 0:
                     _, pending = wait(running, timeout=block_ms / 1000, return_when=FIRST_COMPLETED)
@@ -108,27 +129,36 @@ class Executor:
     def drain(self, block_ms: int = 0) -> list[Disposition | None]:
         """Processes, one by one in this thread, every entry ready now (block_ms 0: no waiting); for tests."""
         results: list[Disposition | None] = []
-        while entries := self._stream.read_ready(self._shards, constants.READ_BATCH, block_ms):
-            results += [self.process_safely(entry) for entry in entries]
-            block_ms = 0
+        with self._heartbeat.running():
+            while entries := self._stream.read_ready(self._shards, constants.READ_BATCH, block_ms):
+                results += [self.process_safely(entry) for entry in entries]
+                block_ms = 0
         return results
 
+    def _recover_safely(self) -> None:
+        try:
+            self._recoverer.recover()
+        except Exception:
+            logger.warning("recovery pass failed; the next one tries again", exc_info=True)
+            self._metrics.count("RecoveryErrors")
+
     def process_safely(self, entry: StreamEntry) -> Disposition | None:
-        """Processes one entry; an unexpected error leaves it pending, for the reaper to re-deliver."""
+        """Processes one entry; an unexpected error leaves it pending, for a recoverer to re-deliver."""
         try:
             return self.process(entry)
         except Exception:
             logger.exception(
-                "delivery failed; the reaper will re-deliver it", extra={"job_id": entry.member.job_id}
+                "delivery failed; it will be re-delivered", extra={"job_id": entry.member.job_id}
             )
             self._metrics.count("ExecutorErrors")
             return None
 
     def process(self, entry: StreamEntry) -> Disposition:
         """Passes the limiters, claims the job, delivers the callback and records the outcome."""
-        now_ms = self._clock.now_ms()
+        hold = self._heartbeat.track(entry)
         slots: list[Slot] = []
         try:
+            now_ms = self._clock.now_ms()
             retry_at_ms = self._admit(entry, now_ms, slots)
             if retry_at_ms is not None:
                 self._stream.defer(entry, retry_at_ms)
@@ -136,13 +166,28 @@ class Executor:
                 return Disposition.DEFERRED
             try:
                 claim = self._store.claim(entry.member, now_ms)
+            except NotYet as early:
+                # Due later (an entry indexed too early), or held by an attempt whose lease runs (its entry
+                # was re-delivered, or indexed again): try when DynamoDB says it may start, never before.
+                self._stream.defer(entry, early.retry_at_ms)
+                self._metrics.count("ClaimDeferred")
+                return Disposition.DEFERRED
             except StaleState:
-                # An older generation, a cancelled or finished job, or an attempt still holding its lease.
+                # An older generation, a cancelled or finished job: this delivery is void.
                 self._stream.ack(entry)
                 self._metrics.count("StaleDropped")
                 return Disposition.STALE
-            return self._attempt(entry, claim, now_ms)
+            self._heartbeat.claimed(hold, claim.job)
+            return self._attempt(entry, claim, hold, now_ms)
+        except DependencyDown:
+            # DynamoDB kept refusing for a transient reason and recorded nothing. The attempt still holds
+            # the job, so acknowledging would lose it: leave the entry pending, no longer beaten, and a
+            # recoverer re-delivers it once idle (the take-over records this attempt as lease_expired).
+            logger.warning("outcome not recorded; leaving the delivery pending", exc_info=True)
+            self._metrics.count("LeftPending")
+            return Disposition.LEFT_PENDING
         finally:
+            self._heartbeat.release(hold)
             self._limiters.release_slots(slots)
 
     def _admit(self, entry: StreamEntry, now_ms: int, slots: list[Slot]) -> int | None:
@@ -155,7 +200,7 @@ class Executor:
         token = f"{member.job_id}:{member.generation}"
         # The job's own timeout is not known before the claim: hold slots for the longest one (released
         # as soon as the attempt ends, so this only bounds how long a crashed holder blocks a slot).
-        lease_ms = now_ms + int((constants.MAX_TIMEOUT_S + constants.LEASE_MARGIN_S) * 1000)
+        lease_ms = now_ms + int((constants.MAX_TIMEOUT_S + constants.ATTEMPT_WRAP_UP_S) * 1000)
         semaphores = []
         if self._tenant_max_concurrency is not None:
             semaphores.append((TENANT_LIMIT_KEY, self._tenant_max_concurrency))
@@ -180,7 +225,7 @@ class Executor:
                 return verdict.retry_at_ms
         return None
 
-    def _attempt(self, entry: StreamEntry, claim: Claim, now_ms: int) -> Disposition:
+    def _attempt(self, entry: StreamEntry, claim: Claim, hold: Hold, now_ms: int) -> Disposition:
         job = claim.job
         executions = []
         if claim.abandoned_attempt is not None:
@@ -200,13 +245,47 @@ class Executor:
         if job.run_attempt > job.max_attempts:
             # Earlier attempts were lost to crashes and used up the budget: no delivery is left to make.
             return self._finish(entry, job, Finish(JobStatus.DEAD, None, "attempts_exhausted"), executions)
+        request = self._request(job, now_ms)
+        timeout_ms = self._callback_timeout_ms(job, hold)
+        if timeout_ms is None:
+            return self._abandon(entry, hold)
         self._metrics.count("Dispatched")
         lag_ms = now_ms - job.due_ms
         self._metrics.timing_ms("ScheduleLagMs", lag_ms)
-        result = self._callbacks.deliver(self._request(job, now_ms))
+        result = self._callbacks.deliver(replace(request, timeout_s=timeout_ms / 1000))
         self._metrics.timing_ms("CallbackLatencyMs", result.latency_ms)
         executions.append(_execution(job, now_ms, self._clock.now_ms(), result))
         return self._finish(entry, job, self._decide(job, result), executions, lag_ms)
+
+    def _callback_timeout_ms(self, job: Job, hold: Hold) -> int | None:
+        """Returns the callback's timeout, computed right before the call; None when it must not start.
+
+        The callback must not start unless the attempt still holds a lease with more than the margin left:
+        the claim, the secret lookups or a stalled thread may have used it up (a DynamoDB brownout), and
+        another executor may then take the job over. Without a heartbeat renewing the lease the callback
+        must also end within it: min(job timeout, lease left - margin). With the heartbeat running, the
+        lease is renewed while the callback runs (renewals stop only when DynamoDB refuses them), so a
+        callback may take its whole timeout, longer than one lease.
+        """
+        left_ms = hold.lease_expires_at_ms - self._clock.now_ms() - self._timing.margin_ms
+        if hold.lost or left_ms <= 0:
+            return None
+        if self._heartbeat.renewing:
+            return job.timeout_ms
+        return min(job.timeout_ms, left_ms)
+
+    def _abandon(self, entry: StreamEntry, hold: Hold) -> Disposition:
+        """Gives up an attempt before its callback, because its lease is (nearly) gone."""
+        if hold.lost:
+            # Another attempt took the job over: it owns the outcome.
+            self._stream.ack(entry)
+            self._metrics.count("LostHold")
+            return Disposition.LOST_HOLD
+        # The lease is nearly out and could not be renewed: no callback is made, nothing is recorded, and
+        # the entry is left for a recoverer (the take-over records this attempt as lease_expired).
+        logger.warning("lease too short to start the callback", extra={"job_id": entry.member.job_id})
+        self._metrics.count("LeaseTooShort")
+        return Disposition.LEFT_PENDING
 
     def _decide(self, job: Job, result: CallbackResult) -> Finish:
         error = result.error_class or (None if result.succeeded else f"status {result.status_code}")
@@ -228,12 +307,6 @@ class Executor:
         lag_ms: int | None = None,
     ) -> Disposition:
         now_ms = self._clock.now_ms()
-        if finish.status is JobStatus.SCHEDULED:
-            assert finish.next_due_ms is not None
-            # Index the next generation before DynamoDB says so: a crash in between leaves an entry that
-            # is dropped as stale, whereas the other order could leave a scheduled job nobody indexed.
-            retry = job.with_changes(generation=job.generation + 1)
-            self._due.index(retry.member(), job.shard, finish.next_due_ms, now_ms)
         try:
             self._store.finish(job, finish, executions, now_ms)
         except StaleState:
@@ -241,6 +314,15 @@ class Executor:
             self._stream.ack(entry)
             self._metrics.count("LostHold")
             return Disposition.LOST_HOLD
+        if finish.status is JobStatus.SCHEDULED:
+            assert finish.next_due_ms is not None
+            # Index the retry only after the fenced write succeeded: the retry's member is the same string
+            # for any attempt of this generation, so an executor that lost its lease would otherwise write
+            # its own due time over the new owner's, and the job would fire early. A crash between the write
+            # and this line leaves a scheduled job no Redis index holds: the reaper's reconcile finds it in
+            # DynamoDB and indexes it (late, never lost).
+            retry = job.with_changes(generation=job.generation + 1)
+            self._due.index(retry.member(), job.shard, finish.next_due_ms, self._clock.now_ms())
         if finish.status is JobStatus.DEAD:
             self._stream.dead_letter(entry, finish.error or "dead", now_ms)
             self._metrics.count("DeadLettered")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hookline.ports import Clock, DueIndex, ExecutorLauncher, MetricsSink
+from hookline.ports import Clock, ExecutorLauncher, MetricsSink, ReadyStream
 from hookline.usecases.promote import Promoter
 
 
@@ -29,8 +29,8 @@ class FanOutPolicy:
     """When and how much the scaler fans out.
 
     Attributes:
-        backlog_per_executor: In-flight entries that justify one more executor (two executors' worth of
-            concurrency by default: one executor's in-flight callbacks are not a backlog).
+        backlog_per_executor: Entries no executor has read yet that justify one more executor (two
+            executors' worth of concurrency by default).
         max_launch_per_check: At most this many executors started by one check.
         check_interval_ms: How often the backlog is read.
         cooldown_ms: After a launch, how long to wait before launching again, so that new executors
@@ -48,14 +48,14 @@ class ExecutorScaler:
 
     def __init__(
         self,
-        index: DueIndex,
+        stream: ReadyStream,
         clock: Clock,
         shards: Sequence[int],
         launcher: ExecutorLauncher,
         metrics: MetricsSink,
         policy: FanOutPolicy | None = None,
     ) -> None:
-        self._index = index
+        self._stream = stream
         self._clock = clock
         self._shards = list(shards)
         self._launcher = launcher
@@ -64,8 +64,14 @@ class ExecutorScaler:
         self._next_check_ms = 0
 
     def backlog(self) -> int:
-        """Returns the entries in the ready streams not yet acknowledged (the in-flight ZSETs' size)."""
-        return sum(self._index.depth(shard)[1] for shard in self._shards)
+        """Returns the entries in the ready streams that no executor has read yet.
+
+        Entries being worked on, or pending under an executor that died, are not a backlog: more
+        executors would not finish them sooner (a recoverer re-delivers the dead one's, which then count
+        again). Counting them, as the in-flight index does, launched executors in a loop through a
+        DynamoDB outage.
+        """
+        return sum(self._stream.undelivered(shard) for shard in self._shards)
 
     def check(self) -> int:
         """Starts executors when the backlog calls for them; returns how many were started."""

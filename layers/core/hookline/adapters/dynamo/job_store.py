@@ -7,18 +7,21 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hookline.adapters.dynamo import codec, tables
+from hookline.adapters.dynamo.transactions import CONDITION_FAILED, Transactions
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
-from hookline.domain.errors import IdempotencyConflict, NotFound, StaleState
+from hookline.domain.errors import DependencyDown, IdempotencyConflict, NotFound, NotYet, StaleState
 from hookline.domain.models import Execution, Job, JobStatus, Member
 
 # Named conditions. Attribute names always go through ExpressionAttributeNames (`status` is reserved).
 ITEM_IS_NEW = "attribute_not_exists(#pk)"
 MARKER_IS_FREE = "attribute_not_exists(#pk) OR #expires < :now_s"
-# A delivery may start when the job waits in this generation, or when the attempt holding it let its
-# lease expire (the executor crashed or hung); the reaper re-delivers such entries.
+# A delivery may start when the job waits in this generation and is due (an entry that arrives early, e.g.
+# indexed by a stale executor, must not fire before the time DynamoDB holds), or when the attempt holding it
+# let its lease expire (the executor crashed or hung); executors and the reaper re-deliver such entries.
 CLAIMABLE = (
-    "#generation = :generation AND (#status = :scheduled OR (#status = :running AND #lease < :now_ms))"
+    "#generation = :generation AND ((#status = :scheduled AND #due <= :now_ms) "
+    "OR (#status = :running AND #lease < :now_ms))"
 )
 HELD_BY_ATTEMPT = "#status = :running AND #generation = :generation AND #attempt = :attempt"
 LIVE_IN_GENERATION = "#generation = :generation AND #status IN (:scheduled, :running)"
@@ -62,6 +65,27 @@ def _refusal(error: ClientError, job_id: str, rule: str) -> NotFound | StaleStat
     return StaleState(f"job {job_id} is {codec.item_to_job(response['Item']).status.value}; {rule}")
 
 
+def _claim_refusal(error: ClientError, member: Member, now_ms: int) -> NotYet | StaleState:
+    """Tells a claim that must wait (due later, or the lease still held) from one that may never succeed."""
+    response: dict[str, Any] = dict(error.response)
+    if "Item" not in response:
+        return StaleState(f"job {member.job_id} does not exist")
+    job = codec.item_to_job(response["Item"])
+    if job.generation == member.generation:
+        if job.status is JobStatus.SCHEDULED and job.due_ms > now_ms:
+            return NotYet(f"job {member.job_id} is due at {job.due_ms}", job.due_ms)
+        if job.status is JobStatus.RUNNING and job.lease_expires_at_ms is not None:
+            # Still held: the holder may be alive (its entry re-delivered while it ran, or a copy indexed
+            # again); try once the lease has run out, when a take-over is allowed if it was not renewed.
+            return NotYet(
+                f"job {member.job_id} is held until {job.lease_expires_at_ms}", job.lease_expires_at_ms + 1
+            )
+    return StaleState(
+        f"job {member.job_id} generation {member.generation} is not claimable ({job.status.value}, "
+        f"generation {job.generation})"
+    )
+
+
 class DynamoJobStore:
     """Reads and writes jobs, idempotency markers and execution records."""
 
@@ -70,12 +94,14 @@ class DynamoJobStore:
         client: Any,
         jobs_table: str,
         executions_table: str,
-        lease_margin_ms: int = int(constants.LEASE_MARGIN_S * 1000),
+        lease_ms: int = constants.LEASE_MS,
+        transactions: Transactions | None = None,
     ) -> None:
         self._client = client
         self._jobs = jobs_table
         self._executions = executions_table
-        self._lease_margin_ms = lease_margin_ms
+        self._lease_ms = lease_ms
+        self._transactions = transactions or Transactions(client)
 
     def create(self, job: Job, request_hash: str, now_ms: int) -> tuple[Job, bool]:
         """Stores a new job; with an idempotency key, returns the earlier job of the same request instead.
@@ -107,11 +133,9 @@ class DynamoJobStore:
             "ExpressionAttributeNames": _names(MARKER_IS_FREE),
             "ExpressionAttributeValues": codec.to_attribute_values({":now_s": now_ms // 1000}),
         }
-        try:
-            self._client.transact_write_items(TransactItems=[{"Put": job_put}, {"Put": marker_put}])
-        except ClientError as error:
-            if codec.error_code(error) != "TransactionCanceledException":
-                raise
+        # Only a failed condition means the key was taken; a throttled or conflicting transaction is retried
+        # and then answered as a dependency failure (503), never as a conflict the client cannot fix.
+        if self._transactions.write([{"Put": job_put}, {"Put": marker_put}]) is not None:
             return self._earlier_job(job.tenant, job.idempotency_key, request_hash), False
         return job, True
 
@@ -141,15 +165,19 @@ class DynamoJobStore:
         return codec.item_to_job(reply["Item"])
 
     def claim(self, member: Member, now_ms: int) -> Claim:
-        """Marks the job running for one more attempt under a lease; StaleState when it may not run.
+        """Marks the job running for one more attempt under a short lease.
 
-        The lease lasts the job's own timeout plus a margin, computed by DynamoDB from the stored timeout,
-        so the claim needs no read first.
+        The lease lasts lease_ms whatever the job's timeout: the executor's heartbeat renews it while the
+        attempt runs (renew_lease), so the job of an executor that died is free again soon.
+
+        Raises:
+            NotYet: The job is due later, or another attempt still holds its lease; retry_at_ms says when.
+            StaleState: The job may never run for this member (another generation, finished, cancelled).
         """
-        lease_base_ms = now_ms + self._lease_margin_ms
+        lease_ms = now_ms + self._lease_ms
         update = (
-            "SET #status = :running, #attempt = #attempt + :one, #lease = #timeout + :lease_base, "
-            "#live_sk = #timeout + :lease_base, #updated = :now_ms"
+            "SET #status = :running, #attempt = #attempt + :one, #lease = :lease, #live_sk = :lease, "
+            "#updated = :now_ms"
         )
         try:
             reply = self._client.update_item(
@@ -163,18 +191,17 @@ class DynamoJobStore:
                         ":running": JobStatus.RUNNING.value,
                         ":scheduled": JobStatus.SCHEDULED.value,
                         ":one": 1,
-                        ":lease_base": lease_base_ms,
+                        ":lease": lease_ms,
                         ":now_ms": now_ms,
                         ":generation": member.generation,
                     }
                 ),
                 ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
             if codec.error_code(error) == "ConditionalCheckFailedException":
-                raise StaleState(
-                    f"job {member.job_id} generation {member.generation} is not claimable"
-                ) from error
+                raise _claim_refusal(error, member, now_ms) from error
             raise
         if "Attributes" not in reply:
             raise StaleState(f"job {member.job_id} does not exist")
@@ -182,15 +209,48 @@ class DynamoJobStore:
         job = before.with_changes(
             status=JobStatus.RUNNING,
             attempt=before.attempt + 1,
-            lease_expires_at_ms=before.timeout_ms + lease_base_ms,
+            lease_expires_at_ms=lease_ms,
             updated_ms=now_ms,
         )
         if before.status is JobStatus.RUNNING:
             return Claim(job, before.attempt, before.updated_ms)
         return Claim(job)
 
+    def renew_lease(self, job: Job, lease_expires_at_ms: int) -> None:
+        """Extends the lease of the attempt that holds job; StaleState when that attempt lost it.
+
+        Leaves updated_ms alone: it says when the attempt was claimed, which a take-over records.
+        """
+        update = "SET #lease = :lease, #live_sk = :lease"
+        try:
+            self._client.update_item(
+                TableName=self._jobs,
+                Key=codec.job_key(job.tenant, job.job_id),
+                UpdateExpression=update,
+                ConditionExpression=HELD_BY_ATTEMPT,
+                ExpressionAttributeNames=_names(update, HELD_BY_ATTEMPT),
+                ExpressionAttributeValues=codec.to_attribute_values(
+                    {
+                        ":lease": lease_expires_at_ms,
+                        ":running": JobStatus.RUNNING.value,
+                        ":generation": job.generation,
+                        ":attempt": job.attempt,
+                    }
+                ),
+            )
+        except ClientError as error:
+            if codec.error_code(error) == "ConditionalCheckFailedException":
+                raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job") from error
+            raise
+
     def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
-        """Records the attempts and the next state in one transaction; StaleState if it lost the job."""
+        """Records the attempts and the next state in one transaction.
+
+        Raises:
+            StaleState: The attempt no longer holds the job (the condition on the job item failed).
+            DependencyDown: DynamoDB kept cancelling the transaction for a transient reason; nothing was
+                written, and the caller must not take that for a lost lease.
+        """
         values: dict[str, Any] = {
             ":status": finish.status.value,
             ":now_ms": now_ms,
@@ -229,12 +289,12 @@ class DynamoJobStore:
         puts = [
             {"Put": {"TableName": self._executions, "Item": codec.execution_to_item(e)}} for e in executions
         ]
-        try:
-            self._client.transact_write_items(TransactItems=[*puts, {"Update": update}])
-        except ClientError as error:
-            if codec.error_code(error) == "TransactionCanceledException":
-                raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job") from error
-            raise
+        reasons = self._transactions.write([*puts, {"Update": update}])
+        if reasons is not None and reasons[len(puts)] == CONDITION_FAILED:
+            raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
+        if reasons is not None:
+            # Execution records carry no condition, so this cannot happen; never read it as a lost lease.
+            raise DependencyDown(f"job {job.job_id}: transaction cancelled for {reasons}")
 
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
         """Dead-letters a live job of the member's generation (deliveries ran out); StaleState otherwise."""

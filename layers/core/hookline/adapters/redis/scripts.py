@@ -13,6 +13,7 @@ SCRIPT_NAMES = (
     "defer",
     "dead_letter",
     "redeliver",
+    "heartbeat",
     "rate_limit",
     "concurrency_acquire",
     "cron_claim",

@@ -65,6 +65,52 @@ class RedisReadyStream(RedisBase):
         args = [redis_keys.CONSUMER_GROUP, entry.entry_id, entry.member.encode()]
         return int(cast(int, self._scripts["ack"](keys=keys, args=args))) == 1
 
+    def heartbeat(self, entries: Sequence[StreamEntry]) -> set[str]:
+        """Resets the idle time of the entries this consumer still holds; returns their ids.
+
+        The recoverers (every executor and the reaper) re-deliver only entries idle for redeliver_after_ms,
+        so an entry whose executor beats more often than that is never duplicated while its attempt runs.
+        """
+        by_shard: dict[int, list[str]] = {}
+        for one in entries:
+            by_shard.setdefault(one.shard, []).append(one.entry_id)
+        held: set[str] = set()
+        for shard, entry_ids in sorted(by_shard.items()):
+            keys = [redis_keys.ready_stream(shard)]
+            args = [redis_keys.CONSUMER_GROUP, self._consumer, *entry_ids]
+            try:
+                reply = cast(list[Any], self._scripts["heartbeat"](keys=keys, args=args))
+            except redis.ResponseError as error:
+                if "NOGROUP" not in str(error):
+                    raise
+                continue  # Redis lost the stream: nothing is held there any more (reconcile re-indexes)
+            held.update(text(entry_id) for entry_id in reply)
+        return held
+
+    def undelivered(self, shard: int) -> int:
+        """Returns how many entries of the shard's ready stream no consumer has read yet.
+
+        Pending entries are not counted: a live executor is working on them, or only a recoverer can free
+        them, and neither goes faster with more executors. Redis 7 reports this as the group's `lag`; where
+        it cannot (older servers, or a deletion it cannot see past) it is the stream's length less its
+        pending entries, which is exact here because every finished entry is deleted from the stream.
+        """
+        stream = redis_keys.ready_stream(shard)
+        pipe = self._redis.pipeline(transaction=True)  # both counts from one moment
+        pipe.xlen(stream)
+        pipe.xinfo_groups(stream)
+        length, groups = pipe.execute(raise_on_error=False)
+        if isinstance(groups, redis.ResponseError):
+            return 0  # no stream yet (or Redis lost it): nothing waits
+        for group in cast(list[dict[Any, Any]], groups):
+            if text(group["name"]) != redis_keys.CONSUMER_GROUP:
+                continue
+            lag = group.get("lag")
+            if lag is not None:
+                return int(lag)
+            return max(0, int(length) - int(group["pending"]))
+        return int(length)
+
     def defer(self, entry: StreamEntry, due_ms: int) -> bool:
         """Puts a delivery back into the due ZSET for due_ms without spending an attempt."""
         shard = entry.shard

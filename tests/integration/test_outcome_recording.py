@@ -1,0 +1,126 @@
+"""A cancelled transaction is a lost lease only when the job item's condition failed (issue 10, item 1).
+
+Throttled or conflicting transactions change nothing: the finish is retried, and if DynamoDB keeps refusing
+the entry stays pending (never acknowledged with the job still `running`); an idempotent submit answers 503.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from hookline.adapters.redis import keys as redis_keys
+from hookline.api import context
+from hookline.domain.models import ExecutionOutcome, JobRequest, JobStatus
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import Container
+from hookline.usecases.execute import Disposition
+from tests.integration.api.conftest import make_key
+from tests.support.apigw import ApiClient
+from tests.support.dynamo_faults import CancellingTransactions
+from tests.support.receiver import Receiver
+
+pytestmark = pytest.mark.integration
+
+TENANT = "acme"
+
+
+def faulty_container(settings: Settings, reason: str, count: int, at: int = -1) -> Container:
+    """Returns a container whose next `count` DynamoDB transactions are cancelled with `reason`."""
+    built = Container(settings, consumer="test-executor")
+    built.__dict__["dynamodb"] = CancellingTransactions(built.dynamodb, reason, count, at)
+    return built
+
+
+@pytest.fixture
+def throttled(settings: Settings) -> Iterator[Container]:
+    """Yields a container whose transactions are all throttled (until the test lifts it)."""
+    built = faulty_container(settings, "ThrottlingError", count=1_000_000)
+    yield built
+    built.close()
+
+
+def pending(container: Container) -> int:
+    return int(container.redis.xpending(redis_keys.ready_stream(0), redis_keys.CONSUMER_GROUP)["pending"])
+
+
+def submit(container: Container, receiver: Receiver) -> str:
+    request = JobRequest.model_validate({"url": receiver.url(), "body": "x", "timeout_s": 1})
+    return container.submitter.submit(TENANT, request).job.job_id
+
+
+TRANSIENT = ["TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "InternalServerError"]
+
+
+@pytest.mark.parametrize("reason", TRANSIENT)
+def test_given_finish_cancelled_twice_for_a_transient_reason_when_delivered_then_retried_and_recorded_once(
+    settings: Settings, receiver: Receiver, reason: str
+) -> None:
+    container = faulty_container(settings, reason, count=0)
+    try:
+        job_id = submit(container, receiver)
+        container.dynamodb.remaining = 2  # the next two transactions (the finish) are cancelled
+
+        (disposition,) = container.executor.drain()
+
+        assert disposition is Disposition.SUCCEEDED
+        assert container.dynamodb.cancelled == 2
+        job = container.jobs.get(TENANT, job_id)
+        assert (job.status, job.attempt) == (JobStatus.SUCCEEDED, 1)
+        assert [e.outcome for e in container.jobs.executions(TENANT, job_id)] == [ExecutionOutcome.SUCCEEDED]
+        assert len(receiver.requests) == 1
+        assert pending(container) == 0
+    finally:
+        container.close()
+
+
+def test_given_finish_throttled_throughout_when_delivered_then_entry_left_pending_not_acked_as_lost(
+    throttled: Container, receiver: Receiver
+) -> None:
+    faults = throttled.dynamodb
+    faults.remaining = 0
+    job_id = submit(throttled, receiver)
+    faults.remaining = 1_000_000
+
+    (disposition,) = throttled.executor.drain()
+
+    # Before the fix: LOST_HOLD, the entry acknowledged while DynamoDB still said `running`.
+    assert disposition is Disposition.LEFT_PENDING
+    assert pending(throttled) == 1
+    job = throttled.jobs.get(TENANT, job_id)
+    assert (job.status, job.attempt) == (JobStatus.RUNNING, 1)
+    assert len(receiver.requests) == 1
+    assert 2 <= faults.cancelled <= 10  # retried, with a bound
+
+
+@pytest.fixture
+def throttled_api(throttled: Container) -> Iterator[ApiClient]:
+    context.use(throttled)
+    faults = throttled.dynamodb
+    faults.remaining = 0
+    client = ApiClient(make_key(throttled))
+    faults.remaining = 1_000_000
+    yield client
+
+
+def test_given_idempotent_submit_throttled_throughout_when_posted_then_503_not_409(
+    throttled: Container, throttled_api: ApiClient
+) -> None:
+    answer = throttled_api.post("/v1/jobs", {"url": "http://127.0.0.1:9/hook", "idempotency_key": "k1"})
+
+    assert answer.status == 503, answer.json()
+    assert answer.json()["error"]["code"] == "dependency_unavailable"
+
+
+def test_given_idempotent_submit_throttled_once_when_posted_then_201_and_a_repeat_gets_the_same_job(
+    throttled: Container, throttled_api: ApiClient
+) -> None:
+    throttled.dynamodb.remaining = 1
+    body = {"url": "http://127.0.0.1:9/hook", "idempotency_key": "k2"}
+
+    first = throttled_api.post("/v1/jobs", body)
+    again = throttled_api.post("/v1/jobs", body)
+
+    assert (first.status, again.status) == (201, 200), first.json()
+    assert first.json()["id"] == again.json()["id"]
