@@ -11,6 +11,8 @@ from typing import Any
 import boto3
 import redis
 from botocore.config import Config
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
@@ -44,10 +46,27 @@ def dynamodb_client(settings: Settings, max_connections: int = 50) -> Any:
     )
 
 
+# A command that meets a dropped connection (a restart, a fail-over) is retried on a new one after 50, 100
+# and 200 ms. Kept short on purpose: a longer outage surfaces as IndexUnavailable, which the loops back off
+# from on their own (capped at 1 s), and an API call must not hang on Redis. A retried script may run twice
+# when only its reply was lost; every script is safe to repeat (a repeat is at worst a duplicate delivery,
+# which the claim drops).
+REDIS_RETRIES = 3
+REDIS_BACKOFF = ExponentialBackoff(cap=0.2, base=0.05)
+
+
 def redis_client(settings: Settings) -> redis.Redis:
-    """Returns a Redis client whose socket timeout outlasts the longest blocking read."""
+    """Returns a Redis client whose socket timeout outlasts the longest blocking read.
+
+    Connection and timeout errors are retried by the client itself (REDIS_RETRIES, REDIS_BACKOFF).
+    """
     return redis.Redis.from_url(
-        settings.redis_url, socket_timeout=30, socket_connect_timeout=1, health_check_interval=30
+        settings.redis_url,
+        socket_timeout=30,
+        socket_connect_timeout=1,
+        health_check_interval=30,
+        retry=Retry(REDIS_BACKOFF, REDIS_RETRIES),
+        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
     )
 
 

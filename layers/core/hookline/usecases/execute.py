@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from enum import StrEnum
@@ -12,7 +13,7 @@ from hookline.domain import constants
 from hookline.domain.backoff import retry_delay_ms
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.delivery import Claim, Finish, Slot, StreamEntry
-from hookline.domain.errors import StaleState
+from hookline.domain.errors import IndexUnavailable, StaleState
 from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
 from hookline.domain.signing import callback_headers
 from hookline.ports import (
@@ -25,6 +26,7 @@ from hookline.ports import (
     ReadyStream,
     SecretProvider,
 )
+from hookline.usecases.outage import Outage
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +88,7 @@ class Executor:
         """
         processed = 0
         running: set[Future[Disposition | None]] = set()
+        outage = Outage(self._clock, self._metrics, "execute")
         with ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="deliver") as pool:
             while (now_ms := self._clock.now_ms()) < deadline_ms:
                 free = self._concurrency - len(running)
@@ -94,7 +97,15 @@ class Executor:
                     running = set(pending)
                     continue
                 wait_ms = max(1, min(block_ms, deadline_ms - now_ms))
-                for entry in self._stream.read_ready(self._shards, min(free, constants.READ_BATCH), wait_ms):
+                try:
+                    entries = self._stream.read_ready(self._shards, min(free, constants.READ_BATCH), wait_ms)
+                except IndexUnavailable as error:
+                    # A Redis blip: back off and read again until the deadline (entries already taken
+                    # carry on in the pool; their own Redis steps fail into process_safely).
+                    time.sleep(outage.failed(error, deadline_ms))
+                    continue
+                outage.succeeded()
+                for entry in entries:
                     running.add(pool.submit(self.process_safely, entry))
                     processed += 1
                 running = {future for future in running if not future.done()}

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from hookline.domain.delivery import StreamEntry
-from hookline.domain.errors import StaleState
+from hookline.domain.errors import IndexUnavailable, StaleState
 from hookline.domain.models import Job, JobStatus
 from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, ReadyStream
 from hookline.usecases.cron import ScheduleReconciler
+from hookline.usecases.outage import Outage
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +48,7 @@ class Reaper:
         redeliver_after_ms: int,
         max_deliveries: int,
         schedules: ScheduleReconciler | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
         self._stream = stream
@@ -56,26 +59,43 @@ class Reaper:
         self._redeliver_after_ms = redeliver_after_ms
         self._max_deliveries = max_deliveries
         self._schedules = schedules
+        self._sleep = sleep
 
     def run(self, deadline_ms: int) -> ReapReport:
-        """Re-delivers, reconciles and trims every shard, stopping early at deadline_ms."""
+        """Re-delivers, reconciles and trims every shard, stopping early at deadline_ms.
+
+        A Redis blip does not end the run: the shard at hand is tried again after a back-off (100 ms
+        doubling to 1 s) until the deadline; every step is idempotent, so a repeat is harmless.
+        """
         report = ReapReport()
-        for shard in self._shards:
-            self._stream.ensure_group(shard)
-            self.redeliver(shard, report)
-            report.reconcile_complete[shard] = self.reconcile(shard, deadline_ms, report)
-            if self._schedules is not None:
-                seen, restored, complete = self._schedules.reconcile(shard, deadline_ms)
-                report.schedules_seen += seen
-                report.schedules_restored += restored
-                report.reconcile_complete[shard] = report.reconcile_complete[shard] and complete
-            self._stream.trim_dead(shard)
-            self._stream.prune_consumers(shard, CONSUMER_IDLE_MS)
-            due, inflight = self._due.depth(shard)
-            self._metrics.gauge("QueueDepth", due + inflight)
+        outage = Outage(self._clock, self._metrics, "reap")
+        pending = list(self._shards)
+        while pending and self._clock.now_ms() < deadline_ms:
+            try:
+                self._reap_shard(pending[0], deadline_ms, report)
+            except IndexUnavailable as error:
+                report.reconcile_complete[pending[0]] = False
+                self._sleep(outage.failed(error, deadline_ms))
+                continue
+            outage.succeeded()
+            pending.pop(0)
         self._metrics.count("Redelivered", report.redelivered)
         self._metrics.count("Reindexed", report.reindexed)
         return report
+
+    def _reap_shard(self, shard: int, deadline_ms: int, report: ReapReport) -> None:
+        self._stream.ensure_group(shard)
+        self.redeliver(shard, report)
+        report.reconcile_complete[shard] = self.reconcile(shard, deadline_ms, report)
+        if self._schedules is not None:
+            seen, restored, complete = self._schedules.reconcile(shard, deadline_ms)
+            report.schedules_seen += seen
+            report.schedules_restored += restored
+            report.reconcile_complete[shard] = report.reconcile_complete[shard] and complete
+        self._stream.trim_dead(shard)
+        self._stream.prune_consumers(shard, CONSUMER_IDLE_MS)
+        due, inflight = self._due.depth(shard)
+        self._metrics.gauge("QueueDepth", due + inflight)
 
     def redeliver(self, shard: int, report: ReapReport) -> None:
         """Re-adds entries whose consumer held them past the lease; dead-letters those out of deliveries."""

@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import redis
 from redis.commands.core import Script
 
+from hookline.adapters.redis.errors import translating
 from hookline.adapters.redis.scripts import SCRIPT_NAMES, script_source
 from hookline.domain.delivery import StreamEntry
 from hookline.domain.models import Member
 
 
 class RedisBase:
-    """Holds one client, the scripts registered on it and this process's consumer name."""
+    """Holds one client, the scripts registered on it and this process's consumer name.
+
+    Every public method a role (subclass) defines raises IndexUnavailable, never the client's own error,
+    when Redis does not answer (see errors.py): the use cases wait such blips out without importing redis.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, value in list(vars(cls).items()):
+            if not name.startswith("_") and inspect.isfunction(value):
+                setattr(cls, name, translating(value))
 
     def __init__(self, client: redis.Redis, consumer: str = "executor") -> None:
         self._redis = client

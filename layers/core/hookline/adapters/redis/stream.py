@@ -46,9 +46,10 @@ class RedisReadyStream(RedisBase):
                 ),
             )
         except redis.ResponseError as error:
-            if "NOGROUP" not in str(error):
+            # NOGROUP: Redis lost the stream (flush, fail-over) before the read; UNBLOCKED: it lost it while
+            # the read was blocked on it. Either way recreate it; the reaper re-indexes the jobs.
+            if "NOGROUP" not in str(error) and "UNBLOCKED" not in str(error):
                 raise
-            # Redis lost the stream (flush, fail-over): recreate it; the reaper re-indexes the jobs.
             for shard in shards:
                 self.ensure_group(shard)
             return []
