@@ -26,13 +26,14 @@ def _slot(token: str) -> Slot:
     return Slot(TENANT, NAME, token)
 
 
-ADMITTED = (True, 0)
+ADMITTED = (True, 0, False)
+RENEWED = (True, 0, True)  # the token already held a slot: admitted, lease extended, not a new slot
 CLOCK_TOLERANCE_MS = 2  # PTTL and the wall clock are read a moment apart, each rounded down to the ms
 
 
-def refused_until(offset_ms: int) -> tuple[bool, int]:
+def refused_until(offset_ms: int) -> tuple[bool, int, bool]:
     """Returns the expected verdict: refused until now + offset_ms."""
-    return (False, offset_ms)
+    return (False, offset_ms, False)
 
 
 def _wall_clock_ms() -> int:
@@ -125,9 +126,9 @@ def _key_expiry_ms(client: redis.Redis) -> int:
             2,
             "a",
             40_000,
-            ADMITTED,
+            RENEWED,
             {"a": 40_000, "b": 3_000},
-            id="given_same_token_at_limit_when_reacquiring_then_admitted_and_lease_refreshed",
+            id="given_same_token_at_limit_when_reacquiring_then_admitted_as_already_held_and_lease_refreshed",
         ),
     ],
 )
@@ -138,7 +139,7 @@ def test_acquire_slot(
     limit: int,
     token: str,
     lease_ms: int,
-    want_verdict: tuple[bool, int],
+    want_verdict: tuple[bool, int, bool],
     want_holders: dict[str, int],
 ) -> None:
     now_ms = _wall_clock_ms()
@@ -148,8 +149,8 @@ def test_acquire_slot(
         _slot(token), now_ms=now_ms, limit=limit, lease_expires_ms=now_ms + lease_ms
     )
 
-    admitted, retry_at_offset_ms = want_verdict
-    assert verdict == LimiterVerdict(admitted, now_ms + retry_at_offset_ms if not admitted else 0)
+    admitted, retry_at_offset_ms, held = want_verdict
+    assert verdict == LimiterVerdict(admitted, now_ms + retry_at_offset_ms if not admitted else 0, held)
     final = zset(redis_client, KEY)
     assert final == {t: now_ms + offset for t, offset in want_holders.items()}
     assert _key_expiry_ms(redis_client) >= max(final.values()), "the key must outlive the longest lease"

@@ -46,6 +46,9 @@ class LimiterVerdict:
 
     admitted: bool
     retry_at_ms: int
+    # A semaphore that admitted a token already holding a slot (a duplicate delivery of the same job and
+    # generation) only extended its lease: the slot belongs to the first holder, who releases it.
+    already_held: bool = False
 
 
 @dataclass(frozen=True)

@@ -155,6 +155,7 @@ class Executor:
         """Runs the limiters; returns None when admitted, else when to try again; fills slots.
 
         Semaphores go first: a rate admission spent on a delivery that then waits for a slot would be lost.
+        Only slots newly taken go into `slots` (released when processing ends).
         A refusal by a later limiter still spends the earlier ones' admissions; that errs on the safe side.
         """
         member, flow = entry.member, entry.member.flow
@@ -173,7 +174,10 @@ class Executor:
             if not verdict.admitted:
                 self._metrics.count("ConcurrencyLimited")
                 return min(verdict.retry_at_ms, now_ms + CONCURRENCY_RETRY_MS)
-            slots.append(slot)
+            if not verdict.already_held:
+                # Only a slot this delivery took is released after it: a duplicate entry of a job whose
+                # attempt still runs re-acquires the same token, fails its claim, and must leave it held.
+                slots.append(slot)
         windows = []
         if flow.rate_key is not None:
             windows.append((flow.rate_key, flow.rate_limit, flow.rate_period_ms))

@@ -34,13 +34,13 @@ class RedisLimiters(RedisBase):
     def acquire_slot(self, slot: Slot, now_ms: int, limit: int, lease_expires_ms: int) -> LimiterVerdict:
         """Asks the slot's semaphore for a place held until lease_expires_ms or release."""
         key = redis_keys.concurrency_key(slot.tenant, slot.name)
-        admitted, retry_at = cast(
+        admitted, retry_at, held = cast(
             list[int],
             self._scripts["concurrency_acquire"](
                 keys=[key], args=[now_ms, limit, slot.token, lease_expires_ms]
             ),
         )
-        return LimiterVerdict(int(admitted) == 1, int(retry_at))
+        return LimiterVerdict(int(admitted) == 1, int(retry_at), already_held=int(held) == 1)
 
     def release_slots(self, slots: Sequence[Slot]) -> None:
         """Frees concurrency slots (one pipelined round trip; a slot not held is ignored)."""
