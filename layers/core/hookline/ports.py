@@ -260,13 +260,13 @@ class Limiters(Protocol):
     """Per-tenant rate windows and concurrency semaphores, and the API's per-key rate (Redis)."""
 
     def admit_rate(
-        self, tenant: str, name: str, now_ms: int, limit: int, period_ms: int, token: str
+        self, tenant: str, name: str, now_ms: int, limit: int, period_ms: int, token: str, waiter: str = ...
     ) -> LimiterVerdict:
-        """Asks the tenant's named rate window to admit one more event."""
+        """Asks the tenant's named rate window to admit one more event; a refused waiter is queued."""
         ...
 
     def acquire_slot(self, slot: Slot, now_ms: int, limit: int, lease_expires_ms: int) -> LimiterVerdict:
-        """Asks the slot's semaphore for a place held until lease_expires_ms or release."""
+        """Asks the slot's semaphore for a place held until lease_expires_ms or release; a refusal queues."""
         ...
 
     def release_slots(self, slots: Sequence[Slot]) -> None:

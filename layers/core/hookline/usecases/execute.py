@@ -31,9 +31,6 @@ from hookline.usecases.outage import Outage
 logger = logging.getLogger(__name__)
 
 TENANT_LIMIT_KEY = "__tenant__"
-# A delivery refused by a concurrency limiter is retried this soon at the latest: slots free on release,
-# long before the holders' leases expire.
-CONCURRENCY_RETRY_MS = 200
 
 
 class Disposition(StrEnum):
@@ -172,8 +169,10 @@ class Executor:
             slot = Slot(member.tenant, name, token)
             verdict = self._limiters.acquire_slot(slot, now_ms, limit, lease_ms)
             if not verdict.admitted:
+                # The limiter queued this delivery and says when its turn is expected (not when the first
+                # lease ends: that would be minutes away), so it is refused O(1) times, not polled.
                 self._metrics.count("ConcurrencyLimited")
-                return min(verdict.retry_at_ms, now_ms + CONCURRENCY_RETRY_MS)
+                return verdict.retry_at_ms
             if not verdict.already_held:
                 # Only a slot this delivery took is released after it: a duplicate entry of a job whose
                 # attempt still runs re-acquires the same token, fails its claim, and must leave it held.
@@ -184,7 +183,9 @@ class Executor:
         if self._tenant_rate_limit_per_s is not None:
             windows.append((TENANT_LIMIT_KEY, self._tenant_rate_limit_per_s, 1000))
         for name, limit, period_ms in windows:
-            verdict = self._limiters.admit_rate(member.tenant, name, now_ms, limit, period_ms, entry.entry_id)
+            verdict = self._limiters.admit_rate(
+                member.tenant, name, now_ms, limit, period_ms, entry.entry_id, waiter=token
+            )
             if not verdict.admitted:
                 self._metrics.count("RateLimited")
                 return verdict.retry_at_ms

@@ -10,8 +10,10 @@ from redis.commands.core import Script
 
 from hookline.adapters.redis.errors import translating
 from hookline.adapters.redis.scripts import SCRIPT_NAMES, script_source
+from hookline.domain.clock import SystemClock
 from hookline.domain.delivery import StreamEntry
 from hookline.domain.models import Member
+from hookline.ports import Clock
 
 
 class RedisBase:
@@ -27,9 +29,10 @@ class RedisBase:
             if not name.startswith("_") and inspect.isfunction(value):
                 setattr(cls, name, translating(value))
 
-    def __init__(self, client: redis.Redis, consumer: str = "executor") -> None:
+    def __init__(self, client: redis.Redis, consumer: str = "executor", clock: Clock | None = None) -> None:
         self._redis = client
         self._consumer = consumer
+        self._clock: Clock = clock or SystemClock()
         self._scripts: dict[str, Script] = {
             name: client.register_script(script_source(name)) for name in SCRIPT_NAMES
         }

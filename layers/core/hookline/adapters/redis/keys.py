@@ -58,11 +58,46 @@ def rate_key(tenant: str, key: str) -> str:
     return f"{{hl:rl:{tenant}:{key}}}:rate"
 
 
+def rate_queue_key(tenant: str, key: str) -> str:
+    """ZSET: waiter (job:generation) → its place in line; deliveries a rate-limit key refused."""
+    return f"{{hl:rl:{tenant}:{key}}}:queue"
+
+
+def rate_told_key(tenant: str, key: str) -> str:
+    """ZSET: waiter (job:generation) → the turn it was told (ms); see rate_queue_key."""
+    return f"{{hl:rl:{tenant}:{key}}}:told"
+
+
 def concurrency_key(tenant: str, key: str) -> str:
     """ZSET: holder token → lease expiry (ms); the holders of one concurrency-limit key."""
     return f"{{hl:cc:{tenant}:{key}}}:holders"
 
 
+def concurrency_started_key(tenant: str, key: str) -> str:
+    """ZSET: holder token → when it took its slot (ms); the same holders, by start."""
+    return f"{{hl:cc:{tenant}:{key}}}:started"
+
+
+def concurrency_queue_key(tenant: str, key: str) -> str:
+    """ZSET: waiter token → its place in line; deliveries a concurrency-limit key refused."""
+    return f"{{hl:cc:{tenant}:{key}}}:queue"
+
+
+def concurrency_told_key(tenant: str, key: str) -> str:
+    """ZSET: waiter token → the turn it was told (ms); see concurrency_queue_key."""
+    return f"{{hl:cc:{tenant}:{key}}}:told"
+
+
+def concurrency_hold_key(tenant: str, key: str) -> str:
+    """STRING: the typical time (ms) a holder of one concurrency-limit key holds its slot."""
+    return f"{{hl:cc:{tenant}:{key}}}:hold"
+
+
 def api_rate_key(key_id: str) -> str:
     """ZSET: request id → request time (ms); the sliding-window log of one API key's request rate."""
     return f"{{hl:api:{key_id}}}:rate"
+
+
+def api_queue_keys(key_id: str) -> list[str]:
+    """Never written (API requests are not queued); named so that rate_limit.lua's keys share one slot."""
+    return [f"{{hl:api:{key_id}}}:queue", f"{{hl:api:{key_id}}}:told"]

@@ -15,6 +15,7 @@ SCRIPT_NAMES = (
     "redeliver",
     "rate_limit",
     "concurrency_acquire",
+    "concurrency_release",
     "cron_claim",
     "cron_advance",
     "cron_set",
