@@ -116,7 +116,10 @@ class Reaper:
         try:
             self._store.mark_dead(entry.member, "deliveries_exhausted", now_ms)
         except StaleState:
-            self._stream.ack(entry)  # the job moved on (finished, retried, cancelled): nothing to kill
+            # The job moved on (finished, retried, cancelled), or an attempt still holds its lease and will
+            # record its own outcome: nothing to kill. If that attempt dies, its lease expires and the
+            # reconciliation finds the job missing from Redis and indexes it again.
+            self._stream.ack(entry)
             return
         self._stream.dead_letter(entry, "deliveries_exhausted", now_ms)
         report.dead_lettered += 1

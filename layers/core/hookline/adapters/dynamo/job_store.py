@@ -21,7 +21,12 @@ CLAIMABLE = (
     "#generation = :generation AND (#status = :scheduled OR (#status = :running AND #lease < :now_ms))"
 )
 HELD_BY_ATTEMPT = "#status = :running AND #generation = :generation AND #attempt = :attempt"
-LIVE_IN_GENERATION = "#generation = :generation AND #status IN (:scheduled, :running)"
+# Deliveries ran out: dead-letter a job that waits in this generation, or whose attempt let its lease expire.
+# An attempt still inside its lease is running (a slow callback whose idle entry the reaper kept taking):
+# it records its own outcome, so the reaper must not kill it.
+DEAD_LETTERABLE = (
+    "#generation = :generation AND (#status = :scheduled OR (#status = :running AND #lease < :now_ms))"
+)
 CANCELLABLE = "#status = :scheduled"
 # Only a dead job is replayed: a live one would then run twice, a succeeded one again.
 REPLAYABLE = "#status = :dead"
@@ -237,7 +242,10 @@ class DynamoJobStore:
             raise
 
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
-        """Dead-letters a live job of the member's generation (deliveries ran out); StaleState otherwise."""
+        """Dead-letters a job of the member's generation whose deliveries ran out; StaleState otherwise.
+
+        Only a scheduled job, or a running one whose attempt's lease has expired, is dead-lettered.
+        """
         update = (
             "SET #status = :dead, #error = :error, #updated = :now_ms, #expires = :expires "
             "REMOVE #lease, #live_pk, #live_sk"
@@ -247,8 +255,8 @@ class DynamoJobStore:
                 TableName=self._jobs,
                 Key=codec.job_key(member.tenant, member.job_id),
                 UpdateExpression=update,
-                ConditionExpression=LIVE_IN_GENERATION,
-                ExpressionAttributeNames=_names(update, LIVE_IN_GENERATION),
+                ConditionExpression=DEAD_LETTERABLE,
+                ExpressionAttributeNames=_names(update, DEAD_LETTERABLE),
                 ExpressionAttributeValues=codec.to_attribute_values(
                     {
                         ":dead": JobStatus.DEAD.value,
@@ -264,7 +272,8 @@ class DynamoJobStore:
         except ClientError as error:
             if codec.error_code(error) == "ConditionalCheckFailedException":
                 raise StaleState(
-                    f"job {member.job_id} is no longer live in generation {member.generation}"
+                    f"job {member.job_id} is no longer live in generation {member.generation}, "
+                    "or an attempt still holds its lease"
                 ) from error
             raise
 
