@@ -33,6 +33,7 @@ class RedeliverResult:
     redelivered: int
     exhausted: list[StreamEntry]
     next_cursor: str  # "0-0" when the whole pending list was scanned
+    malformed: int = 0  # entries holding no readable delivery, dead-lettered by the stream itself
 
     @property
     def scan_finished(self) -> bool:

@@ -97,7 +97,7 @@ class Container:
     @cached_property
     def index(self) -> RedisIndex:
         """The Redis live indexes."""
-        return RedisIndex(self.redis, consumer=self.consumer, clock=self.clock)
+        return RedisIndex(self.redis, consumer=self.consumer, clock=self.clock, metrics=self.metrics)
 
     @cached_property
     def jobs(self) -> DynamoJobStore:

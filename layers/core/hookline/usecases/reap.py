@@ -27,6 +27,7 @@ class ReapReport:
 
     redelivered: int = 0
     dead_lettered: int = 0
+    malformed: int = 0  # entries holding no readable delivery, dead-lettered in Redis
     reindexed: int = 0
     live_seen: int = 0
     schedules_seen: int = 0
@@ -105,6 +106,7 @@ class Reaper:
                 shard, self._redeliver_after_ms, self._clock.now_ms(), self._max_deliveries, cursor
             )
             report.redelivered += result.redelivered
+            report.malformed += result.malformed
             for entry in result.exhausted:
                 self._dead_letter(entry, report)
             if result.scan_finished:

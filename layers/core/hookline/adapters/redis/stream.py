@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, cast
 
 import redis
 
 from hookline.adapters.redis import keys as redis_keys
-from hookline.adapters.redis.base import RedisBase, entry, text
+from hookline.adapters.redis.base import MalformedEntry, RedisBase, entry, member_of, text
 from hookline.domain import constants
 from hookline.domain.delivery import RedeliverResult, StreamEntry
-from hookline.domain.models import Member
+
+logger = logging.getLogger(__name__)
+
+MALFORMED_REASON = "malformed_entry"
 
 
 class RedisReadyStream(RedisBase):
@@ -57,7 +61,10 @@ class RedisReadyStream(RedisBase):
         for stream_name, messages in reply or []:
             shard = shard_of[text(stream_name)]
             for entry_id, fields in messages:
-                entries.append(entry(shard, text(entry_id), fields))
+                try:
+                    entries.append(entry(shard, text(entry_id), fields or {}))
+                except MalformedEntry as error:
+                    self._discard(shard, text(entry_id), error)
         return entries
 
     def ack(self, entry: StreamEntry) -> bool:
@@ -116,12 +123,47 @@ class RedisReadyStream(RedisBase):
             max_deliveries,
             cursor,
         ]
-        redelivered, flat, next_cursor = cast(list[Any], self._scripts["redeliver"](keys=keys, args=args))
-        exhausted = [
-            StreamEntry(shard, text(flat[i]), Member.decode(text(flat[i + 1])), max_deliveries)
-            for i in range(0, len(flat), 2)
+        redelivered, flat, next_cursor, malformed = cast(
+            list[Any], self._scripts["redeliver"](keys=keys, args=args)
+        )
+        discarded = 0
+        for i in range(0, len(malformed), 2):
+            raw = text(malformed[i + 1])
+            self._discard(shard, text(malformed[i]), MalformedEntry(raw, "no member or a bad delivery count"))
+            discarded += 1
+        exhausted: list[StreamEntry] = []
+        for i in range(0, len(flat), 2):
+            try:
+                member = member_of(text(flat[i + 1]))
+            except MalformedEntry as error:
+                self._discard(shard, text(flat[i]), error)
+                discarded += 1
+                continue
+            exhausted.append(StreamEntry(shard, text(flat[i]), member, max_deliveries))
+        return RedeliverResult(int(redelivered), exhausted, text(next_cursor), discarded)
+
+    def _discard(self, shard: int, entry_id: str, error: MalformedEntry) -> None:
+        """Moves an entry that holds no readable delivery to the dead stream (reason malformed_entry).
+
+        Nothing can process it, and left pending it would poison every reaper run and every reader it is
+        re-delivered to. The dead stream keeps its raw member for inspection; no job is touched (none can
+        be named), and a job it might have meant is still live in DynamoDB, so reconciliation indexes it.
+        """
+        keys = [redis_keys.ready_stream(shard), redis_keys.inflight_key(shard), redis_keys.dead_stream(shard)]
+        args: list[str | int] = [
+            redis_keys.CONSUMER_GROUP,
+            entry_id,
+            error.raw_member,
+            MALFORMED_REASON,
+            self._clock.now_ms(),
+            constants.DEAD_STREAM_MAX_LEN,
         ]
-        return RedeliverResult(int(redelivered), exhausted, text(next_cursor))
+        self._scripts["dead_letter"](keys=keys, args=args)
+        logger.error(
+            "dead-lettered a malformed ready-stream entry",
+            extra={"shard": shard, "entry_id": entry_id, "member": error.raw_member, "reason": str(error)},
+        )
+        self._metrics.count("MalformedEntries")
 
     def trim_dead(self, shard: int, max_len: int = constants.DEAD_STREAM_MAX_LEN) -> int:
         """Trims the dead stream to about max_len entries; returns how many were removed."""
