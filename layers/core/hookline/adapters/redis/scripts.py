@@ -13,6 +13,7 @@ SCRIPT_NAMES = (
     "defer",
     "dead_letter",
     "redeliver",
+    "prune_consumers",
     "rate_limit",
     "concurrency_acquire",
     "concurrency_release",

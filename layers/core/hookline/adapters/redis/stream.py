@@ -173,13 +173,9 @@ class RedisReadyStream(RedisBase):
         """Deletes consumers that hold nothing and were idle for idle_ms; returns how many.
 
         Every executor process reads as a consumer of its own, so the group gains one per Lambda cold start.
-        A consumer with pending entries is kept: deleting it would drop them from the pending list.
+        A consumer with pending entries is kept: deleting it would drop them from the pending list. The
+        check and the delete are one script (prune_consumers.lua), so no read can fall between them.
         """
-        stream = redis_keys.ready_stream(shard)
-        removed = 0
-        for consumer in self._redis.xinfo_consumers(stream, redis_keys.CONSUMER_GROUP):
-            if int(consumer["pending"]) == 0 and int(consumer["idle"]) >= idle_ms:
-                # The reply counts the entries it had pending (0 here), not whether it was deleted.
-                self._redis.xgroup_delconsumer(stream, redis_keys.CONSUMER_GROUP, consumer["name"])
-                removed += 1
-        return removed
+        keys = [redis_keys.ready_stream(shard)]
+        args: list[str | int] = [redis_keys.CONSUMER_GROUP, idle_ms]
+        return int(cast(int, self._scripts["prune_consumers"](keys=keys, args=args)))
