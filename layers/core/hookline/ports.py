@@ -25,6 +25,7 @@ from hookline.domain.delivery import (
 )
 from hookline.domain.keys import KeyRecord, SigningSecrets
 from hookline.domain.models import Execution, Job, JobStatus, Member
+from hookline.domain.reconcile import LiveJob, RebuildMarks
 
 # Checks that a callback URL may be called (raises UnsafeUrl or UnresolvedHost); returns nothing useful.
 UrlChecker = Callable[[str], object]
@@ -77,8 +78,10 @@ class JobStore(Protocol):
         """Dead-letters a live job of the member's generation or raises StaleState."""
         ...
 
-    def live_jobs(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Job], Any]:
-        """Returns a page of live jobs."""
+    def live_jobs(
+        self, shard: int, cursor: str | None, limit: int, due_before_ms: int | None = ...
+    ) -> tuple[list[LiveJob], str | None]:
+        """Returns a page of live jobs (due or with a lease ending by due_before_ms) and the cursor on."""
         ...
 
 
@@ -203,8 +206,10 @@ class DueIndex(Protocol):
         """Takes a wake token without blocking."""
         ...
 
-    def indexed_members(self, shard: int, members: Sequence[Member]) -> list[bool]:
-        """Tells which members the due or in-flight index holds."""
+    def indexed_members(
+        self, shard: int, members: Sequence[Member], stale_before_ms: int | None = ...
+    ) -> list[bool]:
+        """Tells which members the due or in-flight index holds (in flight since stale_before_ms at least)."""
         ...
 
     def depth(self, shard: int) -> tuple[int, int]:
@@ -253,6 +258,26 @@ class ReadyStream(Protocol):
 
     def trim_dead(self, shard: int, max_len: int = ...) -> int:
         """Trims the dead stream."""
+        ...
+
+
+class RebuildMarkStore(Protocol):
+    """Each shard's reconciliation marks: its Redis epoch, the last complete rebuild, the scan cursor."""
+
+    def marks(self, shard: int) -> RebuildMarks:
+        """Returns the shard's marks."""
+        ...
+
+    def start_epoch(self, shard: int) -> str:
+        """Returns the shard's epoch, writing a new one if it has none."""
+        ...
+
+    def save_cursor(self, shard: int, mode: str, cursor: str | None) -> None:
+        """Remembers where the shard's `mode` scan stopped (None: it finished)."""
+        ...
+
+    def finish_rebuild(self, shard: int, epoch: str) -> None:
+        """Records a complete rebuild of the shard in epoch."""
         ...
 
 

@@ -21,6 +21,7 @@ from hookline.adapters.http.client import HttpCallbackClient
 from hookline.adapters.http.safety import check_url
 from hookline.adapters.lambda_launcher import LambdaLauncher
 from hookline.adapters.redis.index import RedisIndex
+from hookline.domain import constants
 from hookline.domain.clock import SystemClock
 from hookline.plumbing.settings import Settings
 from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics
@@ -30,6 +31,7 @@ from hookline.usecases.execute import Executor
 from hookline.usecases.manage import JobManager
 from hookline.usecases.promote import Promoter
 from hookline.usecases.reap import Reaper
+from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.scale import ExecutorScaler, FanOutPolicy, NoLauncher
 from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
 from hookline.usecases.signing_secrets import SigningSecretProvider
@@ -220,6 +222,13 @@ class Container:
             self.metrics,
             redeliver_after_ms=self.settings.redeliver_after_ms,
             max_deliveries=self.settings.max_deliveries,
+            jobs=JobReconciler(
+                self.jobs,
+                self.index,
+                self.index,
+                self.clock,
+                longest_lease_ms=int(constants.MAX_TIMEOUT_S * 1000) + self.settings.lease_margin_ms,
+            ),
             schedules=ScheduleReconciler(self.schedule_store, self.index, self.clock),
         )
 

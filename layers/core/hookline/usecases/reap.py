@@ -9,16 +9,17 @@ from dataclasses import dataclass, field
 
 from hookline.domain.delivery import StreamEntry
 from hookline.domain.errors import IndexUnavailable, StaleState
-from hookline.domain.models import Job, JobStatus
 from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, ReadyStream
 from hookline.usecases.cron import ScheduleReconciler
 from hookline.usecases.outage import Outage
+from hookline.usecases.reconcile import JobReconciler
 
 logger = logging.getLogger(__name__)
 
-RECONCILE_PAGE = 100
 # A consumer idle this long with nothing pending belongs to an executor process that is gone.
 CONSUMER_IDLE_MS = 3_600_000
+# Between passes, how often watch() asks whether Redis lost its state.
+WATCH_INTERVAL_MS = 1_000
 
 
 @dataclass
@@ -30,6 +31,7 @@ class ReapReport:
     malformed: int = 0  # entries holding no readable delivery, dead-lettered in Redis
     reindexed: int = 0
     live_seen: int = 0
+    rebuilt: list[int] = field(default_factory=list)  # shards whose every live job was read (Redis lost them)
     schedules_seen: int = 0
     schedules_restored: int = 0
     reconcile_complete: dict[int, bool] = field(default_factory=dict)
@@ -48,6 +50,7 @@ class Reaper:
         metrics: MetricsSink,
         redeliver_after_ms: int,
         max_deliveries: int,
+        jobs: JobReconciler,
         schedules: ScheduleReconciler | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -59,6 +62,7 @@ class Reaper:
         self._metrics = metrics
         self._redeliver_after_ms = redeliver_after_ms
         self._max_deliveries = max_deliveries
+        self._jobs = jobs
         self._schedules = schedules
         self._sleep = sleep
 
@@ -84,15 +88,34 @@ class Reaper:
         self._metrics.count("Reindexed", report.reindexed)
         return report
 
+    def watch(self, deadline_ms: int, interval_ms: int = WATCH_INTERVAL_MS) -> ReapReport:
+        """Runs one pass, then until deadline_ms rebuilds at once any shard whose Redis lost its state.
+
+        One check a second (a read of each shard's rebuild marks), so after a flush or a fail-over to an
+        empty Redis the jobs that were in flight are indexed again within about a second, not at the next
+        scheduled run.
+        """
+        report = self.run(deadline_ms)
+        counted = report.reindexed
+        outage = Outage(self._clock, self._metrics, "reap")
+        while self._clock.now_ms() < deadline_ms:
+            self._sleep(max(0, min(interval_ms, deadline_ms - self._clock.now_ms())) / 1000)
+            try:
+                for shard in self._shards:
+                    if self._clock.now_ms() < deadline_ms and self._jobs.lost_state(shard):
+                        self._stream.ensure_group(shard)
+                        self._reconcile_shard(shard, deadline_ms, report)
+            except IndexUnavailable as error:
+                self._sleep(outage.failed(error, deadline_ms))
+                continue
+            outage.succeeded()
+        self._metrics.count("Reindexed", report.reindexed - counted)
+        return report
+
     def _reap_shard(self, shard: int, deadline_ms: int, report: ReapReport) -> None:
         self._stream.ensure_group(shard)
         self.redeliver(shard, report)
-        report.reconcile_complete[shard] = self.reconcile(shard, deadline_ms, report)
-        if self._schedules is not None:
-            seen, restored, complete = self._schedules.reconcile(shard, deadline_ms)
-            report.schedules_seen += seen
-            report.schedules_restored += restored
-            report.reconcile_complete[shard] = report.reconcile_complete[shard] and complete
+        self._reconcile_shard(shard, deadline_ms, report)
         self._stream.trim_dead(shard)
         self._stream.prune_consumers(shard, CONSUMER_IDLE_MS)
         due, inflight = self._due.depth(shard)
@@ -127,34 +150,17 @@ class Reaper:
         report.dead_lettered += 1
         self._metrics.count("DeadLettered")
 
-    def reconcile(self, shard: int, deadline_ms: int, report: ReapReport) -> bool:
-        """Indexes again every live job DynamoDB holds that no Redis index holds; True when all were seen.
-
-        A job being submitted, claimed or finished right now may look missing: indexing it again is harmless,
-        since a delivery whose generation or status moved on is dropped at claim.
-        """
-        start_key = None
-        while self._clock.now_ms() < deadline_ms:
-            jobs, start_key = self._store.live_jobs(shard, start_key, RECONCILE_PAGE)
-            report.live_seen += len(jobs)
-            if jobs:
-                held = self._due.indexed_members(shard, [job.member() for job in jobs])
-                for job, is_held in zip(jobs, held, strict=True):
-                    if not is_held:
-                        self._reindex(job)
-                        report.reindexed += 1
-            if start_key is None:
-                return True
-        return False
-
-    def _reindex(self, job: Job) -> None:
-        now_ms = self._clock.now_ms()
-        due_ms = job.due_ms
-        if job.status is JobStatus.RUNNING and job.lease_expires_at_ms is not None:
-            # The attempt may still be running: offer the job again only once its lease has expired.
-            due_ms = job.lease_expires_at_ms + 1
-        logger.warning(
-            "re-indexing a live job Redis lost",
-            extra={"job_id": job.job_id, "tenant": job.tenant, "status": job.status.value},
-        )
-        self._due.index(job.member(), job.shard, due_ms, now_ms)
+    def _reconcile_shard(self, shard: int, deadline_ms: int, report: ReapReport) -> None:
+        """Indexes again the shard's live jobs and schedules that Redis lost."""
+        result = self._jobs.reconcile(shard, deadline_ms)
+        report.live_seen += result.seen
+        report.reindexed += result.reindexed
+        if result.full and result.complete:
+            report.rebuilt.append(shard)
+        complete = result.complete
+        if self._schedules is not None:
+            seen, restored, schedules_complete = self._schedules.reconcile(shard, deadline_ms)
+            report.schedules_seen += seen
+            report.schedules_restored += restored
+            complete = complete and schedules_complete
+        report.reconcile_complete[shard] = complete

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -11,6 +12,7 @@ from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.errors import IdempotencyConflict, NotFound, StaleState
 from hookline.domain.models import Execution, Job, JobStatus, Member
+from hookline.domain.reconcile import LiveJob
 
 # Named conditions. Attribute names always go through ExpressionAttributeNames (`status` is reserved).
 ITEM_IS_NEW = "attribute_not_exists(#pk)"
@@ -323,10 +325,22 @@ class DynamoJobStore:
             raise _refusal(error, job_id, rule) from error
         return codec.item_to_job(reply["Attributes"])
 
-    def live_jobs(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Job], Any]:
-        """Returns a page of the shard's live jobs (sparse GSI) and the key to go on from (or None)."""
-        items, last_key = codec.live_index_page(self._client, self._jobs, str(shard), start_key, limit)
-        return [codec.item_to_job(item) for item in items], last_key
+    def live_jobs(
+        self, shard: int, cursor: str | None, limit: int, due_before_ms: int | None = None
+    ) -> tuple[list[LiveJob], str | None]:
+        """Returns a page of the shard's live jobs (sparse GSI) and the cursor to go on from (None: done).
+
+        The index orders a shard's jobs by live_due_ms: the due time of a waiting job, the lease expiry of a
+        running one. due_before_ms keeps only those that can be overdue by then. The GSI projects only what
+        reconciliation reads (tables.LIVE_JOB_ATTRIBUTES), never a body. The cursor is the page's last key
+        as JSON, so a caller may keep it between invocations.
+        """
+        start_key = None if cursor is None else json.loads(cursor)
+        items, last_key = codec.live_index_page(
+            self._client, self._jobs, str(shard), start_key, limit, sort_at_most=due_before_ms
+        )
+        jobs = [codec.item_to_live_job(item) for item in items]
+        return jobs, None if last_key is None else json.dumps(last_key, sort_keys=True)
 
     def executions(self, tenant: str, job_id: str) -> list[Execution]:
         """Returns every recorded attempt of a job, oldest first."""

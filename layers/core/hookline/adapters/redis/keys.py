@@ -39,6 +39,15 @@ def dead_stream(shard: int) -> str:
     return f"{_shard_tag(shard)}:dead"
 
 
+def rebuild_key(shard: int) -> str:
+    """HASH: the shard's reconciliation marks: `epoch` (set when the consumer group is created), `rebuilt`
+    (the epoch of the last complete rebuild) and `cursor` (`mode|position` where the last scan stopped).
+
+    A flush takes it with everything else, so a Redis that lost its data is recognised and rebuilt at once.
+    """
+    return f"{_shard_tag(shard)}:rebuild"
+
+
 def cron_key(shard: int) -> str:
     """ZSET: schedule member `tenant/schedule_id/version` → next fire time (ms), or claim expiry (ms)."""
     return f"{_shard_tag(shard)}:cron"

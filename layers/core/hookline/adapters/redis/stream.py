@@ -10,6 +10,7 @@ import redis
 
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.base import MalformedEntry, RedisBase, entry, member_of, text
+from hookline.adapters.redis.rebuild import new_epoch
 from hookline.domain import constants
 from hookline.domain.delivery import RedeliverResult, StreamEntry
 
@@ -22,7 +23,11 @@ class RedisReadyStream(RedisBase):
     """Reads and ends deliveries of the ready streams (hookline.ports.ReadyStream)."""
 
     def ensure_group(self, shard: int) -> None:
-        """Creates the ready stream's consumer group if it is missing (also after Redis lost everything)."""
+        """Creates the ready stream's consumer group if it is missing (also after Redis lost everything).
+
+        A group created here starts a new epoch of the shard (rebuild.py): Redis had lost it, or never had
+        it, so the reaper rebuilds every index of the shard from DynamoDB at once.
+        """
         try:
             self._redis.xgroup_create(
                 redis_keys.ready_stream(shard), redis_keys.CONSUMER_GROUP, id="0", mkstream=True
@@ -30,6 +35,9 @@ class RedisReadyStream(RedisBase):
         except redis.ResponseError as error:
             if "BUSYGROUP" not in str(error):
                 raise
+            return
+        # Not atomic with the group: a crash in between leaves no epoch, which also means "rebuild".
+        self._redis.hset(redis_keys.rebuild_key(shard), "epoch", new_epoch())
 
     def read_ready(self, shards: Sequence[int], count: int, block_ms: int) -> list[StreamEntry]:
         """Reads up to `count` new deliveries for this consumer, blocking up to block_ms (0: not at all).
