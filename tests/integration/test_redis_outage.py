@@ -17,7 +17,7 @@ from hookline.domain.models import JobRequest, JobStatus
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 from tests.support.receiver import Receiver
-from tests.support.redis_server import RedisServer, restartable_redis
+from tests.support.redis_server import RedisServer, free_port, restartable_redis
 from tests.support.stack import wait_until
 
 pytestmark = pytest.mark.integration
@@ -114,3 +114,18 @@ def test_given_executor_blocked_in_xreadgroup_when_redis_is_flushed_then_read_en
     assert result == {"entries": []}
     groups = redis_client.xinfo_groups(redis_keys.ready_stream(0))
     assert [group["name"] for group in groups] == [redis_keys.CONSUMER_GROUP.encode()]
+
+
+def test_given_redis_down_at_cold_start_when_the_executor_runs_then_it_waits_until_its_deadline(
+    settings: Settings,
+) -> None:
+    down = Container(dataclasses.replace(settings, redis_url=f"redis://127.0.0.1:{free_port()}/0"))
+    try:
+        started = time.monotonic()
+        processed = down.executor.run(down.clock.now_ms() + 1_500, block_ms=200)
+        elapsed_s = time.monotonic() - started
+    finally:
+        down.close()
+
+    assert processed == 0
+    assert 1.4 <= elapsed_s < 3.0  # it backed off until the deadline instead of failing at once

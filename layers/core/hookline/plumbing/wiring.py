@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from hookline.adapters.lambda_launcher import LambdaLauncher
 from hookline.adapters.redis.index import RedisIndex
 from hookline.domain import constants
 from hookline.domain.clock import SystemClock
+from hookline.domain.errors import IndexUnavailable
 from hookline.plumbing.settings import Settings
 from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics
 from hookline.usecases.auth import Authenticator
@@ -194,7 +196,10 @@ class Container:
     def executor(self) -> Executor:
         """The execute use case."""
         for shard in self.shards:
-            self.index.ensure_group(shard)
+            # A cold start during a Redis outage still runs: the executor's first read after Redis answers
+            # again meets NOGROUP and creates the group then.
+            with contextlib.suppress(IndexUnavailable):
+                self.index.ensure_group(shard)
         return Executor(
             self.jobs,
             self.index,

@@ -31,7 +31,8 @@ class Outage:
         now_ms = self._clock.now_ms()
         if self._since_ms is None:
             self._since_ms = now_ms
-            logger.warning("redis unavailable; %s loop backs off", self._loop, extra={"error": str(error)})
+            cause = error.__cause__ or error
+            logger.warning("redis unavailable; %s loop backs off", self._loop, extra={"error": repr(cause)})
         self._metrics.count("IndexUnavailable")
         delay_ms = max(0, min(self._delay_ms, deadline_ms - now_ms))
         self._delay_ms = min(self._delay_ms * 2, MAX_DELAY_MS)

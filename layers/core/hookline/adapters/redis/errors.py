@@ -39,7 +39,8 @@ def translating(method: F) -> F:
             return method(*args, **kwargs)
         except redis.RedisError as error:
             if is_transient(error):
-                raise IndexUnavailable(f"redis is unavailable; retry later ({error})") from error
+                # A fixed message: API answers carry it, and the cause (chained) may name hosts and ports.
+                raise IndexUnavailable("redis is unavailable; retry later") from error
             raise
 
     return wrapper  # type: ignore[return-value]
