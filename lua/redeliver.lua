@@ -13,8 +13,11 @@
 -- ARGV[6] max_deliveries  deliveries after which an entry is exhausted
 -- ARGV[7] cursor          where to resume scanning the pending list ("0-0" to start)
 --
--- Returns {redelivered, exhausted, next_cursor}: the count re-added, a flat list {entry_id, member, ...} of
--- the exhausted entries, and the cursor to pass next; "0-0" means the whole pending list was scanned.
+-- Returns {redelivered, exhausted, next_cursor, malformed}: the count re-added, a flat list {entry_id, member,
+-- ...} of the exhausted entries, the cursor to pass next ("0-0" means the whole pending list was scanned),
+-- and a flat list {entry_id, member or "", ...} of malformed entries (no member, or a delivery count that is
+-- not a number), left pending under the reaper for the caller to dead-letter: re-adding them would only
+-- poison another reader.
 -- (COUNT also counts pending entries that were deleted, so an empty batch does not mean the scan ended.)
 -- Works with both XAUTOCLAIM reply shapes (2 elements on Redis 6.2, 3 on 7.x). O(batch * log N).
 local ready_key, inflight_key = KEYS[1], KEYS[2]
@@ -25,7 +28,7 @@ local cursor = ARGV[7]
 
 local reply = redis.call('XAUTOCLAIM', ready_key, group, consumer, min_idle_ms, cursor, 'COUNT', batch)
 local redelivered = 0
-local exhausted = {}
+local exhausted, malformed = {}, {}
 for _, entry in ipairs(reply[2]) do
   local entry_id, fields = entry[1], entry[2]
   if fields == false or fields == nil then
@@ -37,12 +40,14 @@ for _, entry in ipairs(reply[2]) do
       if fields[i] == 'm' then member = fields[i + 1] end
       if fields[i] == 'd' then deliveries = tonumber(fields[i + 1]) end
     end
-    deliveries = deliveries + 1
-    if deliveries >= max_deliveries then
+    if member == nil or deliveries == nil then
+      table.insert(malformed, entry_id)
+      table.insert(malformed, member or '')
+    elseif deliveries + 1 >= max_deliveries then
       table.insert(exhausted, entry_id)
       table.insert(exhausted, member)
     else
-      redis.call('XADD', ready_key, '*', 'm', member, 'd', deliveries)
+      redis.call('XADD', ready_key, '*', 'm', member, 'd', deliveries + 1)
       redis.call('XACK', ready_key, group, entry_id)
       redis.call('XDEL', ready_key, entry_id)
       redis.call('ZADD', inflight_key, now_ms, member)
@@ -50,4 +55,4 @@ for _, entry in ipairs(reply[2]) do
     end
   end
 end
-return {redelivered, exhausted, reply[1]}
+return {redelivered, exhausted, reply[1], malformed}

@@ -22,7 +22,7 @@ container = Container(Settings.from_env(), metrics=sink)
 @tracer.capture_lambda_handler
 @sink.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Runs one reaper pass over every shard."""
-    report = container.reaper.run(deadline_ms(container.clock, context))
+    """Runs one reaper pass over every shard, then rebuilds at once any shard whose Redis lost its state."""
+    report = container.reaper.watch(deadline_ms(container.clock, context))
     logger.info("reaped", extra=asdict(report))
     return asdict(report)

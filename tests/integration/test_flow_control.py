@@ -6,9 +6,13 @@ import dataclasses
 
 import pytest
 
+from hookline.adapters.redis import keys as redis_keys
+from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.delivery import Slot
 from hookline.domain.models import JobRequest, JobStatus
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
+from hookline.usecases.execute import Disposition
 from tests.support.receiver import Receiver, Reply
 from tests.support.stack import running_loops, wait_until
 
@@ -78,3 +82,23 @@ def test_given_tenant_rate_default_when_jobs_have_no_limit_then_tenant_window_ho
     assert len(starts) == 5
     assert all(sum(1 for s in starts if t - 1000 < s <= t) <= 2 for t in starts)
     assert starts[-1] - starts[0] >= 2000
+
+
+def test_given_live_holder_when_a_duplicate_entry_of_its_job_is_dropped_then_its_slot_stays_held(
+    container: Container, receiver: Receiver
+) -> None:
+    (job_id,) = submit_all(container, receiver, 1, max_concurrency={"key": "db", "limit": 1})
+    holder = RedisIndex(container.redis, consumer="live-holder")
+    holder.ensure_group(0)
+    (entry,) = holder.read_ready([0], count=10, block_ms=100)
+    now_ms = container.clock.now_ms()
+    token = f"{job_id}:{entry.member.generation}"
+    slot = Slot(TENANT, "db", token)
+    assert holder.acquire_slot(slot, now_ms, 1, now_ms + 60_000).admitted
+    container.jobs.claim(entry.member, now_ms)  # the holder's callback is under way
+    container.index.index(entry.member, 0, now_ms, now_ms)  # ...when a duplicate entry of the job appears
+
+    assert container.executor.drain() == [Disposition.STALE]  # the duplicate cannot claim: dropped
+
+    holders = container.redis.zrange(redis_keys.concurrency_key(TENANT, "db"), 0, -1)
+    assert holders == [token.encode()], "the duplicate released the live holder's slot"

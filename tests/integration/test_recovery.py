@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import Counter
@@ -12,6 +13,7 @@ import redis
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.index import RedisIndex
 from hookline.domain.models import ExecutionOutcome, JobRequest, JobStatus, Member
+from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 from hookline.ports import NullMetrics
 from hookline.usecases.promote import Promoter
@@ -137,3 +139,24 @@ def test_given_cancelled_job_when_its_entry_is_read_then_it_is_dropped_and_never
     assert receiver.requests == []
     assert container.jobs.get(TENANT, job_id).status is JobStatus.CANCELLED
     assert container.redis.xlen(redis_keys.ready_stream(0)) == 0
+
+
+def test_given_attempt_holding_its_lease_when_its_entry_runs_out_of_deliveries_then_job_is_not_killed(
+    settings: Settings, receiver: Receiver
+) -> None:
+    container = Container(dataclasses.replace(settings, max_deliveries=1), consumer="reaper-test")
+    try:
+        job_id = submit(container, receiver, timeout_s=30)
+        slow = RedisIndex(container.redis, consumer="slow-executor")
+        slow.ensure_group(0)
+        (entry,) = slow.read_ready([0], count=10, block_ms=100)
+        container.jobs.claim(entry.member, container.clock.now_ms())  # a long callback is under way...
+        time.sleep(0.4)  # ...longer than redeliver_after_ms, so the reaper takes its idle entry
+
+        report = container.reaper.run(container.clock.now_ms() + 5_000)
+
+        job = container.jobs.get(TENANT, job_id)
+        assert (job.status, report.dead_lettered) == (JobStatus.RUNNING, 0)
+        assert container.redis.xlen(redis_keys.dead_stream(0)) == 0
+    finally:
+        container.close()

@@ -15,8 +15,12 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from hookline.adapters.dynamo import tables
+from hookline.adapters.dynamo import codec, tables
+from hookline.adapters.dynamo.schedule_store import cron_live_shard, item_to_schedule, schedule_to_item
 from hookline.domain import constants
+from hookline.domain.cron.schedule import CatchUp, Schedule
+from hookline.domain.models import FlowControl, Job, JobStatus
+from hookline.domain.reconcile import LiveJob
 from hookline.plumbing.settings import Settings
 from hookline_local.template import (
     CloudFormationLoader,
@@ -138,7 +142,10 @@ def test_given_jobs_table_when_compared_with_tables_module_then_keys_index_and_t
     [live] = jobs["GlobalSecondaryIndexes"]
     assert live["IndexName"] == tables.LIVE_INDEX
     assert _key_schema(live) == {"HASH": tables.LIVE_PK, "RANGE": tables.LIVE_SK}
-    assert live["Projection"]["ProjectionType"] == "ALL"
+    assert live["Projection"]["ProjectionType"] == "INCLUDE"
+    assert sorted(live["Projection"]["NonKeyAttributes"]) == sorted(
+        set(tables.LIVE_JOB_ATTRIBUTES) | set(tables.LIVE_SCHEDULE_ATTRIBUTES)
+    )
     types = {a["AttributeName"]: a["AttributeType"] for a in jobs["AttributeDefinitions"]}
     assert types == {tables.JOBS_PK: "S", tables.JOBS_SK: "S", tables.LIVE_PK: "S", tables.LIVE_SK: "N"}
     assert ttl_attribute(template, "JobsTable") == tables.TTL_ATTRIBUTE
@@ -448,3 +455,55 @@ def test_given_missing_table_name_when_creating_tables_then_nothing_is_created(
         create_tables(dynamodb, template, {k: v for k, v in NAMES.items() if k != "ApiKeysTable"})
 
     assert dynamodb.list_tables()["TableNames"] == []
+
+
+def test_given_live_job_and_schedule_when_read_from_live_index_then_only_what_reconciliation_reads_comes(
+    template: dict[str, Any], dynamodb: Any
+) -> None:
+    create_tables(dynamodb, template, NAMES)
+    job = Job(
+        tenant="tenant-a",
+        job_id="01J0000000",
+        status=JobStatus.RUNNING,
+        generation=3,
+        attempt=1,
+        max_attempts=5,
+        url="https://example.com/hook",
+        method="POST",
+        headers={"x-big": "h" * 1000},
+        body="b" * 200_000,
+        due_ms=1_700_000_000_000,
+        created_ms=1_699_999_000_000,
+        updated_ms=1_700_000_000_000,
+        min_backoff_ms=1000,
+        max_backoff_ms=60_000,
+        timeout_ms=30_000,
+        shard=0,
+        flow=FlowControl("partner", 5, 1000, "db", 2),
+        lease_expires_at_ms=1_700_000_060_000,
+    )
+    schedule = Schedule(
+        tenant="tenant-a",
+        schedule_id="01S0000000",
+        expression="*/5 * * * *",
+        timezone="Europe/London",
+        job={"url": "https://example.com/report", "body": {"k": 1}},
+        catch_up=CatchUp.SKIP,
+        paused=False,
+        version=2,
+        shard=0,
+        created_ms=1_699_000_000_000,
+        updated_ms=1_699_500_000_000,
+    )
+    dynamodb.put_item(TableName=NAMES["JobsTable"], Item=codec.job_to_item(job))
+    dynamodb.put_item(TableName=NAMES["JobsTable"], Item=schedule_to_item(schedule, 1_700_000_300_000))
+
+    jobs_page, _ = codec.live_index_page(dynamodb, NAMES["JobsTable"], "0", None, 10)
+    schedules_page, _ = codec.live_index_page(dynamodb, NAMES["JobsTable"], cron_live_shard(0), None, 10)
+
+    [job_item] = jobs_page
+    assert "body" not in job_item and "headers" not in job_item and "url" not in job_item
+    assert codec.item_to_live_job(job_item) == LiveJob(
+        "tenant-a", job.job_id, JobStatus.RUNNING, 3, job.due_ms, 0, job.flow, job.lease_expires_at_ms
+    )
+    assert [item_to_schedule(item) for item in schedules_page] == [schedule]

@@ -25,6 +25,7 @@ from hookline.domain.delivery import (
 )
 from hookline.domain.keys import KeyRecord, SigningSecrets
 from hookline.domain.models import Execution, Job, JobStatus, Member
+from hookline.domain.reconcile import LiveJob, RebuildMarks
 from hookline.domain.stats import Outcome
 
 # Checks that a callback URL may be called (raises UnsafeUrl or UnresolvedHost); returns nothing useful.
@@ -85,8 +86,10 @@ class JobStore(Protocol):
         """Dead-letters a live job of the member's generation or raises StaleState."""
         ...
 
-    def live_jobs(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Job], Any]:
-        """Returns a page of live jobs."""
+    def live_jobs(
+        self, shard: int, cursor: str | None, limit: int, due_before_ms: int | None = ...
+    ) -> tuple[list[LiveJob], str | None]:
+        """Returns a page of live jobs (due or with a lease ending by due_before_ms) and the cursor on."""
         ...
 
 
@@ -211,8 +214,10 @@ class DueIndex(Protocol):
         """Takes a wake token without blocking."""
         ...
 
-    def indexed_members(self, shard: int, members: Sequence[Member]) -> list[bool]:
-        """Tells which members the due or in-flight index holds."""
+    def indexed_members(
+        self, shard: int, members: Sequence[Member], stale_before_ms: int | None = ...
+    ) -> list[bool]:
+        """Tells which members the due or in-flight index holds (in flight since stale_before_ms at least)."""
         ...
 
     def depth(self, shard: int) -> tuple[int, int]:
@@ -272,17 +277,37 @@ class ReadyStream(Protocol):
         ...
 
 
+class RebuildMarkStore(Protocol):
+    """Each shard's reconciliation marks: its Redis epoch, the last complete rebuild, the scan cursor."""
+
+    def marks(self, shard: int) -> RebuildMarks:
+        """Returns the shard's marks."""
+        ...
+
+    def start_epoch(self, shard: int) -> str:
+        """Returns the shard's epoch, writing a new one if it has none."""
+        ...
+
+    def save_cursor(self, shard: int, mode: str, cursor: str | None) -> None:
+        """Remembers where the shard's `mode` scan stopped (None: it finished)."""
+        ...
+
+    def finish_rebuild(self, shard: int, epoch: str) -> None:
+        """Records a complete rebuild of the shard in epoch."""
+        ...
+
+
 class Limiters(Protocol):
     """Per-tenant rate windows and concurrency semaphores, and the API's per-key rate (Redis)."""
 
     def admit_rate(
-        self, tenant: str, name: str, now_ms: int, limit: int, period_ms: int, token: str
+        self, tenant: str, name: str, now_ms: int, limit: int, period_ms: int, token: str, waiter: str = ...
     ) -> LimiterVerdict:
-        """Asks the tenant's named rate window to admit one more event."""
+        """Asks the tenant's named rate window to admit one more event; a refused waiter is queued."""
         ...
 
     def acquire_slot(self, slot: Slot, now_ms: int, limit: int, lease_expires_ms: int) -> LimiterVerdict:
-        """Asks the slot's semaphore for a place held until lease_expires_ms or release."""
+        """Asks the slot's semaphore for a place held until lease_expires_ms or release; a refusal queues."""
         ...
 
     def release_slots(self, slots: Sequence[Slot]) -> None:

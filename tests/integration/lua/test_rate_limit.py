@@ -1,4 +1,6 @@
-"""rate_limit.lua: sliding-window log; admits while under `limit` admissions lie in (now - period, now]."""
+"""rate_limit.lua: sliding-window log; admits while under `limit` admissions lie in (now - period, now].
+
+Callers without a waiter (the API) are never queued; deliveries (a waiter each) queue when refused."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import redis
 
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.index import RedisIndex
+from hookline.adapters.redis.limiters import WAITER_LATE_MS
 from hookline.domain.delivery import LimiterVerdict
 from tests.integration.lua.conftest import zset
 
@@ -148,3 +151,37 @@ def test_given_300_random_requests_over_10_s_then_never_over_limit_and_admitted_
         assert retry_at_ms == window[0] + PERIOD_MS
         assert len(_admitted_in_window(so_far, retry_at_ms, PERIOD_MS)) < limit, "no slot at retry_at"
         assert len(_admitted_in_window(so_far, retry_at_ms - 1, PERIOD_MS)) == limit, "slot freed earlier"
+
+
+def test_given_queued_waiter_when_newcomer_finds_slot_free_then_it_queues_behind_and_waiter_gets_it(
+    redis_client: redis.Redis, redis_index: RedisIndex
+) -> None:
+    assert redis_index.admit_rate(TENANT, NAME, 5_000, 1, PERIOD_MS, "e1", waiter="first:1").admitted
+    told = redis_index.admit_rate(TENANT, NAME, 5_100, 1, PERIOD_MS, "e2", waiter="second:1")
+    assert told == LimiterVerdict(False, 6_000)  # the slot comes free when e1 leaves the window
+
+    newcomer = redis_index.admit_rate(TENANT, NAME, 6_000, 1, PERIOD_MS, "e3", waiter="third:1")
+    second = redis_index.admit_rate(TENANT, NAME, 6_010, 1, PERIOD_MS, "e4", waiter="second:1")
+
+    assert newcomer == LimiterVerdict(False, 7_000)  # behind second: the turn after second's
+    assert second.admitted
+    assert zset(redis_client, redis_keys.rate_queue_key(TENANT, NAME)) == {"third:1": 2}
+    assert zset(redis_client, redis_keys.rate_told_key(TENANT, NAME)) == {"third:1": 7_000}
+
+
+def test_given_waiter_long_late_when_others_ask_then_it_holds_nobody_back_and_goes_first_if_it_comes(
+    redis_client: redis.Redis, redis_index: RedisIndex
+) -> None:
+    assert redis_index.admit_rate(TENANT, NAME, 5_000, 1, PERIOD_MS, "e1", waiter="first:1").admitted
+    assert not redis_index.admit_rate(TENANT, NAME, 5_000, 1, PERIOD_MS, "e2", waiter="gone:1").admitted
+    assert not redis_index.admit_rate(TENANT, NAME, 5_000, 1, PERIOD_MS, "e3", waiter="next:1").admitted
+    late_ms = 6_000 + WAITER_LATE_MS + 1  # gone:1 was told 6 000 and never came
+
+    assert redis_index.admit_rate(TENANT, NAME, late_ms, 1, PERIOD_MS, "e4", waiter="next:1").admitted
+    gone = redis_index.admit_rate(TENANT, NAME, late_ms + 1, 1, PERIOD_MS, "e5", waiter="gone:1")
+    newcomer = redis_index.admit_rate(TENANT, NAME, late_ms + 2, 1, PERIOD_MS, "e6", waiter="new:1")
+
+    assert gone == LimiterVerdict(False, late_ms + PERIOD_MS)  # first in line again: the next slot
+    assert newcomer == LimiterVerdict(False, late_ms + 2 * PERIOD_MS)
+    queue = zset(redis_client, redis_keys.rate_queue_key(TENANT, NAME))
+    assert sorted(queue, key=queue.__getitem__) == ["gone:1", "new:1"]

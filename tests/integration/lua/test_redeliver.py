@@ -16,6 +16,7 @@ import redis
 from hookline.adapters.redis.index import RedisIndex
 from tests.integration.lua.conftest import (
     EXECUTOR,
+    GROUP,
     READY,
     REAPER,
     SHARD,
@@ -200,3 +201,24 @@ def test_given_deleted_pending_entries_fill_a_batch_when_scanning_then_cursor_le
     assert (first.redelivered, first.scan_finished) == (0, False)
     assert (second.redelivered, second.scan_finished) == (1, True)
     assert [fields["m"] for _, fields in stream_entries(redis_client, READY)] == [C]
+
+
+def test_given_malformed_pending_entries_when_reaped_then_dead_lettered_and_the_good_one_re_added(
+    redis_client: redis.Redis, redis_index: RedisIndex
+) -> None:
+    seed(redis_client, ready=[{"x": "no member"}, {"m": B, "d": "many"}, entry(A)], inflight=INFLIGHT_BEFORE)
+    redis_client.xreadgroup(GROUP, EXECUTOR, {READY: ">"})  # read raw: read_ready would drop the poison
+    time.sleep(IDLE_SLEEP_S)
+    reaper = RedisIndex(redis_client, consumer=REAPER)
+
+    result = reaper.redeliver(SHARD, min_idle_ms=MIN_IDLE_MS, now_ms=NOW_MS, max_deliveries=5)
+
+    assert (result.redelivered, result.exhausted, result.malformed) == (1, [], 2)
+    final = shard_state(redis_client)
+    assert [{k: v for k, v in d.items() if k != "at"} for d in final.pop("dead")] == [
+        {"m": "", "reason": "malformed_entry"},
+        {"m": B, "reason": "malformed_entry"},
+    ]
+    expected = state(ready=[entry(A, 1)], inflight={A: NOW_MS, C: INFLIGHT_BEFORE[C]})
+    expected.pop("dead")
+    assert final == expected  # B's inflight member goes with its dead entry; A's is re-added

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from hookline.domain.clock import FrozenClock
 from hookline.domain.delivery import PromoteResult
+from hookline.domain.errors import IndexUnavailable
 from hookline.ports import NullMetrics
 from hookline.usecases.promote import COARSE_WAIT_SLACK_MS, Promoter
 
@@ -91,3 +92,33 @@ def test_given_wake_token_when_sleeping_then_returns_early_to_promote_again() ->
     promoter(index, clock)._wait(result.next_due_ms, deadline_ms=5_000)
 
     assert clock.now_ms() == 0  # woken at once instead of sleeping the full second
+
+
+class FlakyIndex(FakeIndex):
+    """A FakeIndex whose Redis is away for the first `failures` calls to promote."""
+
+    def __init__(self, clock: FrozenClock, due_ms: list[int], failures: int) -> None:
+        super().__init__(clock, due_ms)
+        self.failures = failures
+
+    def promote(self, shard: int, now_ms: int, batch: int = 500) -> PromoteResult:
+        if self.failures:
+            self.failures -= 1
+            raise IndexUnavailable("redis is unavailable")
+        return super().promote(shard, now_ms, batch)
+
+
+def test_given_redis_away_for_six_tries_when_running_then_backs_off_to_a_second_and_promotes_after() -> None:
+    clock = FrozenClock(0)
+    index = FlakyIndex(clock, [100], failures=6)
+    sleeps: list[int] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(round(seconds * 1000))
+        clock.advance(max(1, round(seconds * 1000)))
+
+    moved = Promoter(index, clock, [0], NullMetrics(), max_sleep_ms=1_000, sleep=sleep).run(deadline_ms=5_000)
+
+    assert moved == 1
+    assert sleeps[:6] == [100, 200, 400, 800, 1_000, 1_000]
+    assert index.promoted_at == [(100, 3_500)]  # the first try after Redis came back

@@ -26,7 +26,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from hookline.api.context import container
 from hookline.api.errors import failure_response
 from hookline.api.scopes import matched_route, scope_of
-from hookline.domain.errors import Forbidden, HooklineError, InvalidRequest, RateLimited, Unauthorized
+from hookline.domain.errors import (
+    Forbidden,
+    HooklineError,
+    IndexUnavailable,
+    InvalidRequest,
+    RateLimited,
+    Unauthorized,
+)
 from hookline.usecases.auth import Principal
 
 logger = logging.getLogger(__name__)
@@ -148,7 +155,7 @@ def _check_rate(found: Principal) -> None:
     now_ms = current.clock.now_ms()
     try:
         verdict = current.index.admit_api_call(found.key_id, now_ms, limit, RATE_WINDOW_MS, uuid.uuid4().hex)
-    except redis.RedisError:
+    except (redis.RedisError, IndexUnavailable):
         # Fail open: every route's state lives in DynamoDB, which throttles on its own; refusing all
         # traffic because the limiter is down would turn a Redis outage into an API outage.
         logger.warning("API rate limiter unavailable; admitting the request", exc_info=True)

@@ -33,6 +33,7 @@ class RedeliverResult:
     redelivered: int
     exhausted: list[StreamEntry]
     next_cursor: str  # "0-0" when the whole pending list was scanned
+    malformed: int = 0  # entries holding no readable delivery, dead-lettered by the stream itself
 
     @property
     def scan_finished(self) -> bool:
@@ -46,6 +47,9 @@ class LimiterVerdict:
 
     admitted: bool
     retry_at_ms: int
+    # A semaphore that admitted a token already holding a slot (a duplicate delivery of the same job and
+    # generation) only extended its lease: the slot belongs to the first holder, who releases it.
+    already_held: bool = False
 
 
 @dataclass(frozen=True)

@@ -111,3 +111,11 @@ class DependencyDown(HooklineError):
 
     code = "dependency_unavailable"
     http_status = 503
+
+
+class IndexUnavailable(DependencyDown):
+    """Redis (the live indexes) did not answer or lost a blocked read: transient, so loops wait it out.
+
+    The Redis adapters raise it in place of the client's connection, timeout and fail-over errors, so use
+    cases can tell a blip from a bug without importing redis.
+    """

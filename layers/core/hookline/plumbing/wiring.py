@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -11,6 +12,8 @@ from typing import Any
 import boto3
 import redis
 from botocore.config import Config
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
@@ -20,7 +23,9 @@ from hookline.adapters.http.safety import check_url
 from hookline.adapters.lambda_launcher import LambdaLauncher
 from hookline.adapters.redis.index import RedisIndex
 from hookline.adapters.redis.stats import RedisStats
+from hookline.domain import constants
 from hookline.domain.clock import SystemClock
+from hookline.domain.errors import IndexUnavailable
 from hookline.plumbing.settings import Settings
 from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics
 from hookline.usecases.auth import Authenticator
@@ -29,6 +34,7 @@ from hookline.usecases.execute import Executor
 from hookline.usecases.manage import JobManager
 from hookline.usecases.promote import Promoter
 from hookline.usecases.reap import Reaper
+from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.scale import ExecutorScaler, FanOutPolicy, NoLauncher
 from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
 from hookline.usecases.signing_secrets import SigningSecretProvider
@@ -60,10 +66,27 @@ def dynamodb_client(settings: Settings, max_connections: int = 50) -> Any:
     )
 
 
+# A command that meets a dropped connection (a restart, a fail-over) is retried on a new one after 50, 100
+# and 200 ms. Kept short on purpose: a longer outage surfaces as IndexUnavailable, which the loops back off
+# from on their own (capped at 1 s), and an API call must not hang on Redis. A retried script may run twice
+# when only its reply was lost; every script is safe to repeat (a repeat is at worst a duplicate delivery,
+# which the claim drops).
+REDIS_RETRIES = 3
+REDIS_BACKOFF = ExponentialBackoff(cap=0.2, base=0.05)
+
+
 def redis_client(settings: Settings) -> redis.Redis:
-    """Returns a Redis client whose socket timeout outlasts the longest blocking read."""
+    """Returns a Redis client whose socket timeout outlasts the longest blocking read.
+
+    Connection and timeout errors are retried by the client itself (REDIS_RETRIES, REDIS_BACKOFF).
+    """
     return redis.Redis.from_url(
-        settings.redis_url, socket_timeout=30, socket_connect_timeout=1, health_check_interval=30
+        settings.redis_url,
+        socket_timeout=30,
+        socket_connect_timeout=1,
+        health_check_interval=30,
+        retry=Retry(REDIS_BACKOFF, REDIS_RETRIES),
+        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
     )
 
 
@@ -94,7 +117,7 @@ class Container:
     @cached_property
     def index(self) -> RedisIndex:
         """The Redis live indexes."""
-        return RedisIndex(self.redis, consumer=self.consumer)
+        return RedisIndex(self.redis, consumer=self.consumer, clock=self.clock, metrics=self.metrics)
 
     @cached_property
     def stats(self) -> RedisStats:
@@ -195,7 +218,10 @@ class Container:
     def executor(self) -> Executor:
         """The execute use case."""
         for shard in self.shards:
-            self.index.ensure_group(shard)
+            # A cold start during a Redis outage still runs: the executor's first read after Redis answers
+            # again meets NOGROUP and creates the group then.
+            with contextlib.suppress(IndexUnavailable):
+                self.index.ensure_group(shard)
         return Executor(
             self.jobs,
             self.index,
@@ -226,6 +252,13 @@ class Container:
             self.metrics,
             redeliver_after_ms=self.settings.redeliver_after_ms,
             max_deliveries=self.settings.max_deliveries,
+            jobs=JobReconciler(
+                self.jobs,
+                self.index,
+                self.index,
+                self.clock,
+                longest_lease_ms=int(constants.MAX_TIMEOUT_S * 1000) + self.settings.lease_margin_ms,
+            ),
             schedules=ScheduleReconciler(self.schedule_store, self.index, self.clock),
             stats=self.stats,
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
@@ -13,7 +14,7 @@ from hookline.domain import constants
 from hookline.domain.backoff import retry_delay_ms
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.delivery import Claim, Finish, Slot, StreamEntry
-from hookline.domain.errors import DependencyDown, NotYet, StaleState
+from hookline.domain.errors import DependencyDown, IndexUnavailable, NotYet, StaleState
 from hookline.domain.leases import LeaseTiming
 from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
 from hookline.domain.signing import callback_headers
@@ -31,14 +32,12 @@ from hookline.ports import (
     StatsRecorder,
 )
 from hookline.usecases.heartbeat import Heartbeat, Hold
+from hookline.usecases.outage import Outage
 from hookline.usecases.recover import Recoverer
 
 logger = logging.getLogger(__name__)
 
 TENANT_LIMIT_KEY = "__tenant__"
-# A delivery refused by a concurrency limiter is retried this soon at the latest: slots free on release,
-# long before the holders' leases expire.
-CONCURRENCY_RETRY_MS = 200
 
 
 class Disposition(StrEnum):
@@ -92,7 +91,14 @@ class Executor:
         self._timing = timing or LeaseTiming()
         self._heartbeat = Heartbeat(stream, store, clock, self._timing, metrics)
         self._recoverer = Recoverer(
-            store, stream, clock, shards, metrics, self._timing.redeliver_after_ms, max_deliveries
+            store,
+            stream,
+            clock,
+            shards,
+            metrics,
+            self._timing.redeliver_after_ms,
+            max_deliveries,
+            self._stats,
         )
         self._next_recovery_ms = 0
 
@@ -106,6 +112,7 @@ class Executor:
         """
         processed = 0
         running: set[Future[Disposition | None]] = set()
+        outage = Outage(self._clock, self._metrics, "execute")
         with (
             self._heartbeat.running(),
             ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="deliver") as pool,
@@ -120,7 +127,15 @@ class Executor:
                     running = set(pending)
                     continue
                 wait_ms = max(1, min(block_ms, deadline_ms - now_ms))
-                for entry in self._stream.read_ready(self._shards, min(free, constants.READ_BATCH), wait_ms):
+                try:
+                    entries = self._stream.read_ready(self._shards, min(free, constants.READ_BATCH), wait_ms)
+                except IndexUnavailable as error:
+                    # A Redis blip: back off and read again until the deadline (entries already taken
+                    # carry on in the pool; their own Redis steps fail into process_safely).
+                    time.sleep(outage.failed(error, deadline_ms))
+                    continue
+                outage.succeeded()
+                for entry in entries:
                     running.add(pool.submit(self.process_safely, entry))
                     processed += 1
                 running = {future for future in running if not future.done()}
@@ -194,6 +209,7 @@ class Executor:
         """Runs the limiters; returns None when admitted, else when to try again; fills slots.
 
         Semaphores go first: a rate admission spent on a delivery that then waits for a slot would be lost.
+        Only slots newly taken go into `slots` (released when processing ends).
         A refusal by a later limiter still spends the earlier ones' admissions; that errs on the safe side.
         """
         member, flow = entry.member, entry.member.flow
@@ -210,16 +226,23 @@ class Executor:
             slot = Slot(member.tenant, name, token)
             verdict = self._limiters.acquire_slot(slot, now_ms, limit, lease_ms)
             if not verdict.admitted:
+                # The limiter queued this delivery and says when its turn is expected (not when the first
+                # lease ends: that would be minutes away), so it is refused O(1) times, not polled.
                 self._metrics.count("ConcurrencyLimited")
-                return min(verdict.retry_at_ms, now_ms + CONCURRENCY_RETRY_MS)
-            slots.append(slot)
+                return verdict.retry_at_ms
+            if not verdict.already_held:
+                # Only a slot this delivery took is released after it: a duplicate entry of a job whose
+                # attempt still runs re-acquires the same token, fails its claim, and must leave it held.
+                slots.append(slot)
         windows = []
         if flow.rate_key is not None:
             windows.append((flow.rate_key, flow.rate_limit, flow.rate_period_ms))
         if self._tenant_rate_limit_per_s is not None:
             windows.append((TENANT_LIMIT_KEY, self._tenant_rate_limit_per_s, 1000))
         for name, limit, period_ms in windows:
-            verdict = self._limiters.admit_rate(member.tenant, name, now_ms, limit, period_ms, entry.entry_id)
+            verdict = self._limiters.admit_rate(
+                member.tenant, name, now_ms, limit, period_ms, entry.entry_id, waiter=token
+            )
             if not verdict.admitted:
                 self._metrics.count("RateLimited")
                 return verdict.retry_at_ms

@@ -7,7 +7,9 @@ from collections.abc import Callable, Sequence
 
 from hookline.domain import constants
 from hookline.domain.delivery import TickResult
+from hookline.domain.errors import IndexUnavailable
 from hookline.ports import Clock, CronPass, DueIndex, MetricsSink
+from hookline.usecases.outage import Outage
 
 # Redis checks blocking timeouts on its ~100 ms cron, so BLPOP may wake up to that late: wait coarsely in
 # BLPOP until this close to the due time, then finely in short sleeps that still take wake tokens.
@@ -60,13 +62,24 @@ class Promoter:
         return TickResult(moved, next_due, more)
 
     def run(self, deadline_ms: int) -> int:
-        """Promotes until deadline_ms, sleeping until the next due time or a wake-up; returns jobs moved."""
+        """Promotes until deadline_ms, sleeping until the next due time or a wake-up; returns jobs moved.
+
+        A Redis blip does not end the run: the loop backs off (100 ms doubling to 1 s) and goes on, so
+        promotion resumes within about a second of Redis answering again rather than at the next
+        invocation. Due members wait in the ZSET meanwhile; what Redis lost, the reaper rebuilds.
+        """
         total = 0
+        outage = Outage(self._clock, self._metrics, "promote")
         while self._clock.now_ms() < deadline_ms:
-            result = self.tick()
-            total += result.moved
-            if not result.more_due:
-                self._wait(result.next_due_ms, deadline_ms)
+            try:
+                result = self.tick()
+                total += result.moved
+                if not result.more_due:
+                    self._wait(result.next_due_ms, deadline_ms)
+            except IndexUnavailable as error:
+                self._sleep(outage.failed(error, deadline_ms))
+                continue
+            outage.succeeded()
         return total
 
     def _wait(self, next_due_ms: int | None, deadline_ms: int) -> None:

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from hookline.domain.delivery import StreamEntry
-from hookline.domain.errors import StaleState
-from hookline.domain.models import Job, JobStatus
-from hookline.domain.stats import Outcome
+from hookline.domain.errors import IndexUnavailable
 from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, NullStats, ReadyStream, StatsRecorder
 from hookline.usecases.cron import ScheduleReconciler
+from hookline.usecases.outage import Outage
+from hookline.usecases.reconcile import JobReconciler
+from hookline.usecases.recover import Recovered, Recoverer
 
 logger = logging.getLogger(__name__)
 
-RECONCILE_PAGE = 100
 # A consumer idle this long with nothing pending belongs to an executor process that is gone.
 CONSUMER_IDLE_MS = 3_600_000
+# Between passes, how often watch() asks whether Redis lost its state.
+WATCH_INTERVAL_MS = 1_000
 
 
 @dataclass
@@ -26,8 +28,10 @@ class ReapReport:
 
     redelivered: int = 0
     dead_lettered: int = 0
+    malformed: int = 0  # entries holding no readable delivery, dead-lettered in Redis
     reindexed: int = 0
     live_seen: int = 0
+    rebuilt: list[int] = field(default_factory=list)  # shards whose every live job was read (Redis lost them)
     schedules_seen: int = 0
     schedules_restored: int = 0
     reconcile_complete: dict[int, bool] = field(default_factory=dict)
@@ -46,8 +50,10 @@ class Reaper:
         metrics: MetricsSink,
         redeliver_after_ms: int,
         max_deliveries: int,
+        jobs: JobReconciler,
         schedules: ScheduleReconciler | None = None,
         stats: StatsRecorder | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
         self._stream = stream
@@ -57,83 +63,88 @@ class Reaper:
         self._metrics = metrics
         self._redeliver_after_ms = redeliver_after_ms
         self._max_deliveries = max_deliveries
+        self._jobs = jobs
         self._schedules = schedules
         self._stats: StatsRecorder = stats or NullStats()
+        self._recoverer = Recoverer(
+            store, stream, clock, shards, metrics, redeliver_after_ms, max_deliveries, self._stats
+        )
+        self._sleep = sleep
 
     def run(self, deadline_ms: int) -> ReapReport:
-        """Re-delivers, reconciles and trims every shard, stopping early at deadline_ms."""
+        """Re-delivers, reconciles and trims every shard, stopping early at deadline_ms.
+
+        A Redis blip does not end the run: the shard at hand is tried again after a back-off (100 ms
+        doubling to 1 s) until the deadline; every step is idempotent, so a repeat is harmless.
+        """
         report = ReapReport()
-        for shard in self._shards:
-            self._stream.ensure_group(shard)
-            self.redeliver(shard, report)
-            report.reconcile_complete[shard] = self.reconcile(shard, deadline_ms, report)
-            if self._schedules is not None:
-                seen, restored, complete = self._schedules.reconcile(shard, deadline_ms)
-                report.schedules_seen += seen
-                report.schedules_restored += restored
-                report.reconcile_complete[shard] = report.reconcile_complete[shard] and complete
-            self._stream.trim_dead(shard)
-            self._stream.prune_consumers(shard, CONSUMER_IDLE_MS)
-            due, inflight = self._due.depth(shard)
-            self._metrics.gauge("QueueDepth", due + inflight)
+        outage = Outage(self._clock, self._metrics, "reap")
+        pending = list(self._shards)
+        while pending and self._clock.now_ms() < deadline_ms:
+            try:
+                self._reap_shard(pending[0], deadline_ms, report)
+            except IndexUnavailable as error:
+                report.reconcile_complete[pending[0]] = False
+                self._sleep(outage.failed(error, deadline_ms))
+                continue
+            outage.succeeded()
+            pending.pop(0)
         self._metrics.count("Redelivered", report.redelivered)
         self._metrics.count("Reindexed", report.reindexed)
         return report
 
-    def redeliver(self, shard: int, report: ReapReport) -> None:
-        """Re-adds entries whose consumer held them past the lease; dead-letters those out of deliveries."""
-        cursor = "0-0"
-        while True:
-            result = self._stream.redeliver(
-                shard, self._redeliver_after_ms, self._clock.now_ms(), self._max_deliveries, cursor
-            )
-            report.redelivered += result.redelivered
-            for entry in result.exhausted:
-                self._dead_letter(entry, report)
-            if result.scan_finished:
-                return
-            cursor = result.next_cursor
+    def watch(self, deadline_ms: int, interval_ms: int = WATCH_INTERVAL_MS) -> ReapReport:
+        """Runs one pass, then until deadline_ms rebuilds at once any shard whose Redis lost its state.
 
-    def _dead_letter(self, entry: StreamEntry, report: ReapReport) -> None:
-        now_ms = self._clock.now_ms()
-        try:
-            self._store.mark_dead(entry.member, "deliveries_exhausted", now_ms)
-        except StaleState:
-            self._stream.ack(entry)  # the job moved on (finished, retried, cancelled): nothing to kill
-            return
-        self._stream.dead_letter(entry, "deliveries_exhausted", now_ms)
-        report.dead_lettered += 1
-        self._metrics.count("DeadLettered")
-        self._stats.record(entry.member.tenant, Outcome.DEAD, now_ms, entry.member.job_id)
-
-    def reconcile(self, shard: int, deadline_ms: int, report: ReapReport) -> bool:
-        """Indexes again every live job DynamoDB holds that no Redis index holds; True when all were seen.
-
-        A job being submitted, claimed or finished right now may look missing: indexing it again is harmless,
-        since a delivery whose generation or status moved on is dropped at claim.
+        One check a second (a read of each shard's rebuild marks), so after a flush or a fail-over to an
+        empty Redis the jobs that were in flight are indexed again within about a second, not at the next
+        scheduled run.
         """
-        start_key = None
+        report = self.run(deadline_ms)
+        counted = report.reindexed
+        outage = Outage(self._clock, self._metrics, "reap")
         while self._clock.now_ms() < deadline_ms:
-            jobs, start_key = self._store.live_jobs(shard, start_key, RECONCILE_PAGE)
-            report.live_seen += len(jobs)
-            if jobs:
-                held = self._due.indexed_members(shard, [job.member() for job in jobs])
-                for job, is_held in zip(jobs, held, strict=True):
-                    if not is_held:
-                        self._reindex(job)
-                        report.reindexed += 1
-            if start_key is None:
-                return True
-        return False
+            self._sleep(max(0, min(interval_ms, deadline_ms - self._clock.now_ms())) / 1000)
+            try:
+                for shard in self._shards:
+                    if self._clock.now_ms() < deadline_ms and self._jobs.lost_state(shard):
+                        self._stream.ensure_group(shard)
+                        self._reconcile_shard(shard, deadline_ms, report)
+            except IndexUnavailable as error:
+                self._sleep(outage.failed(error, deadline_ms))
+                continue
+            outage.succeeded()
+        self._metrics.count("Reindexed", report.reindexed - counted)
+        return report
 
-    def _reindex(self, job: Job) -> None:
-        now_ms = self._clock.now_ms()
-        due_ms = job.due_ms
-        if job.status is JobStatus.RUNNING and job.lease_expires_at_ms is not None:
-            # The attempt may still be running: offer the job again only once its lease has expired.
-            due_ms = job.lease_expires_at_ms + 1
-        logger.warning(
-            "re-indexing a live job Redis lost",
-            extra={"job_id": job.job_id, "tenant": job.tenant, "status": job.status.value},
-        )
-        self._due.index(job.member(), job.shard, due_ms, now_ms)
+    def _reap_shard(self, shard: int, deadline_ms: int, report: ReapReport) -> None:
+        self._stream.ensure_group(shard)
+        self.redeliver(shard, report)
+        self._reconcile_shard(shard, deadline_ms, report)
+        self._stream.trim_dead(shard)
+        self._stream.prune_consumers(shard, CONSUMER_IDLE_MS)
+        due, inflight = self._due.depth(shard)
+        self._metrics.gauge("QueueDepth", due + inflight)
+
+    def redeliver(self, shard: int, report: ReapReport) -> None:
+        """Re-adds every entry whose consumer is gone; dead-letters those out of deliveries."""
+        done = Recovered()
+        self._recoverer.recover_shard(shard, done)
+        report.redelivered += done.redelivered
+        report.dead_lettered += done.dead_lettered
+        report.malformed += done.malformed
+
+    def _reconcile_shard(self, shard: int, deadline_ms: int, report: ReapReport) -> None:
+        """Indexes again the shard's live jobs and schedules that Redis lost."""
+        result = self._jobs.reconcile(shard, deadline_ms)
+        report.live_seen += result.seen
+        report.reindexed += result.reindexed
+        if result.full and result.complete:
+            report.rebuilt.append(shard)
+        complete = result.complete
+        if self._schedules is not None:
+            seen, restored, schedules_complete = self._schedules.reconcile(shard, deadline_ms)
+            report.schedules_seen += seen
+            report.schedules_restored += restored
+            complete = complete and schedules_complete
+        report.reconcile_complete[shard] = complete

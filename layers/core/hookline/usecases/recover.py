@@ -1,7 +1,8 @@
-"""Recovery inside every executor: re-deliver the entries of executors that are gone, every few seconds.
+"""Recovery of abandoned deliveries: re-deliver the entries of executors that are gone.
 
-As in asynq, where every worker runs the recoverer, no executor waits for the once-a-minute reaper to pick up
-a crashed executor's work. It is safe to run anywhere and often: a live executor's entries are never idle
+As in asynq, where every worker runs the recoverer, every executor runs a bounded pass every few seconds, so
+no crashed executor's work waits for the once-a-minute reaper; the reaper runs the same recovery, unbounded,
+over each shard. It is safe to run anywhere and often: a live executor's entries are never idle
 (usecases/heartbeat.py), and a re-delivered job whose lease is still held is not claimed before it expires.
 """
 
@@ -9,15 +10,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from hookline.domain.delivery import StreamEntry
 from hookline.domain.errors import StaleState
-from hookline.ports import Clock, JobStore, MetricsSink, ReadyStream
+from hookline.domain.stats import Outcome
+from hookline.ports import Clock, JobStore, MetricsSink, NullStats, ReadyStream, StatsRecorder
 
 logger = logging.getLogger(__name__)
 
-# Batches of one recovery pass per shard; what is left waits for the next pass (bounded work per tick).
+# Batches of one executor's recovery pass per shard; what is left waits for the next pass (bounded work).
 MAX_BATCHES_PER_PASS = 10
+
+
+@dataclass
+class Recovered:
+    """What recovery did."""
+
+    redelivered: int = 0
+    dead_lettered: int = 0
+    malformed: int = 0  # entries holding no readable delivery, dead-lettered by the stream itself
 
 
 class Recoverer:
@@ -32,6 +44,7 @@ class Recoverer:
         metrics: MetricsSink,
         redeliver_after_ms: int,
         max_deliveries: int,
+        stats: StatsRecorder | None = None,
     ) -> None:
         self._store = store
         self._stream = stream
@@ -40,33 +53,45 @@ class Recoverer:
         self._metrics = metrics
         self._redeliver_after_ms = redeliver_after_ms
         self._max_deliveries = max_deliveries
+        self._stats: StatsRecorder = stats or NullStats()
 
     def recover(self) -> int:
-        """Runs one pass over every shard; returns how many entries were re-delivered."""
-        redelivered = 0
+        """Runs one bounded pass over every shard (an executor's tick); returns how many were re-delivered."""
+        done = Recovered()
         for shard in self._shards:
-            cursor = "0-0"
-            for _ in range(MAX_BATCHES_PER_PASS):
-                result = self._stream.redeliver(
-                    shard, self._redeliver_after_ms, self._clock.now_ms(), self._max_deliveries, cursor
-                )
-                redelivered += result.redelivered
-                for entry in result.exhausted:
-                    self._dead_letter(entry)
-                if result.scan_finished:
-                    break
-                cursor = result.next_cursor
-        if redelivered:
-            self._metrics.count("Redelivered", redelivered)
-        return redelivered
+            self.recover_shard(shard, done, MAX_BATCHES_PER_PASS)
+        if done.redelivered:
+            self._metrics.count("Redelivered", done.redelivered)
+        return done.redelivered
 
-    def _dead_letter(self, entry: StreamEntry) -> None:
+    def recover_shard(self, shard: int, into: Recovered, max_batches: int | None = None) -> None:
+        """Scans the shard's pending entries (all of them when max_batches is None), adding to `into`."""
+        cursor, batches = "0-0", 0
+        while max_batches is None or batches < max_batches:
+            result = self._stream.redeliver(
+                shard, self._redeliver_after_ms, self._clock.now_ms(), self._max_deliveries, cursor
+            )
+            batches += 1
+            into.redelivered += result.redelivered
+            into.malformed += result.malformed
+            for entry in result.exhausted:
+                self._dead_letter(entry, into)
+            if result.scan_finished:
+                return
+            cursor = result.next_cursor
+
+    def _dead_letter(self, entry: StreamEntry, into: Recovered) -> None:
         """Ends a delivery that kept being abandoned (a poison message must not loop forever)."""
         now_ms = self._clock.now_ms()
         try:
             self._store.mark_dead(entry.member, "deliveries_exhausted", now_ms)
         except StaleState:
-            self._stream.ack(entry)  # the job moved on (finished, retried, cancelled): nothing to kill
+            # The job moved on (finished, retried, cancelled), or an attempt still holds its lease and will
+            # record its own outcome: nothing to kill. If that attempt dies, its lease expires and the
+            # reconciliation finds the job missing from Redis and indexes it again.
+            self._stream.ack(entry)
             return
         self._stream.dead_letter(entry, "deliveries_exhausted", now_ms)
+        into.dead_lettered += 1
         self._metrics.count("DeadLettered")
+        self._stats.record(entry.member.tenant, Outcome.DEAD, now_ms, entry.member.job_id)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hookline.domain.errors import IndexUnavailable
 from hookline.ports import Clock, ExecutorLauncher, MetricsSink, ReadyStream
 from hookline.usecases.promote import Promoter
 
@@ -95,5 +96,9 @@ class ExecutorScaler:
         moved = 0
         while (now_ms := self._clock.now_ms()) < deadline_ms:
             moved += promoter.run(min(deadline_ms, now_ms + self._policy.check_interval_ms))
-            self.check()
+            try:
+                self.check()
+            except IndexUnavailable:
+                # The backlog cannot be read while Redis is away; the promoter's loop waits the outage out.
+                continue
         return moved

@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 from hookline.adapters.dynamo import tables
 from hookline.domain import constants
 from hookline.domain.models import Execution, ExecutionOutcome, FlowControl, Job, JobStatus
+from hookline.domain.reconcile import LiveJob
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -34,15 +35,30 @@ def attribute_names(known: Mapping[str, str], *expressions: str) -> dict[str, st
 
 
 def live_index_page(
-    client: Any, table: str, partition: str, start_key: dict[str, Any] | None, limit: int
+    client: Any,
+    table: str,
+    partition: str,
+    start_key: dict[str, Any] | None,
+    limit: int,
+    sort_at_most: int | None = None,
 ) -> tuple[list[Item], Any]:
-    """Returns one page of the live GSI's partition and the key to go on from (None at the end)."""
+    """Returns one page of the live GSI's partition and the key to go on from (None at the end).
+
+    With sort_at_most, only items whose live_due_ms is at most that (ascending, as the index orders them).
+    """
+    condition = "#live_pk = :partition"
+    values: dict[str, Any] = {":partition": partition}
+    names = {"#live_pk": tables.LIVE_PK}
+    if sort_at_most is not None:
+        condition += " AND #live_sk <= :sort_at_most"
+        values[":sort_at_most"] = sort_at_most
+        names["#live_sk"] = tables.LIVE_SK
     request: dict[str, Any] = {
         "TableName": table,
         "IndexName": tables.LIVE_INDEX,
-        "KeyConditionExpression": "#live_pk = :partition",
-        "ExpressionAttributeNames": {"#live_pk": tables.LIVE_PK},
-        "ExpressionAttributeValues": to_attribute_values({":partition": partition}),
+        "KeyConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": to_attribute_values(values),
         "Limit": limit,
     }
     if start_key is not None:
@@ -141,6 +157,21 @@ def item_to_job(item: Item) -> Job:
         schedule_id=v.get("schedule_id"),
         fire_time_ms=v.get("fire_time_ms"),
         attempt_base=v.get("attempt_base", 0),
+    )
+
+
+def item_to_live_job(item: Item) -> LiveJob:
+    """Returns what reconciliation needs of a live job, from its item as the live GSI projects it."""
+    v = from_attribute_values(item)
+    return LiveJob(
+        tenant=v[tables.JOBS_PK],
+        job_id=v["job_id"],
+        status=JobStatus(v["status"]),
+        generation=v["generation"],
+        due_ms=v["due_ms"],
+        shard=v["shard"],
+        flow=FlowControl.decode(v["flow"]) if v.get("flow") else FlowControl(),
+        lease_expires_at_ms=v.get("lease_expires_at_ms"),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -12,6 +13,7 @@ from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.errors import DependencyDown, IdempotencyConflict, NotFound, NotYet, StaleState
 from hookline.domain.models import Execution, Job, JobStatus, Member
+from hookline.domain.reconcile import LiveJob
 
 # Named conditions. Attribute names always go through ExpressionAttributeNames (`status` is reserved).
 ITEM_IS_NEW = "attribute_not_exists(#pk)"
@@ -24,7 +26,12 @@ CLAIMABLE = (
     "OR (#status = :running AND #lease < :now_ms))"
 )
 HELD_BY_ATTEMPT = "#status = :running AND #generation = :generation AND #attempt = :attempt"
-LIVE_IN_GENERATION = "#generation = :generation AND #status IN (:scheduled, :running)"
+# Deliveries ran out: dead-letter a job that waits in this generation, or whose attempt let its lease expire.
+# An attempt still inside its lease is running (a slow callback whose idle entry the reaper kept taking):
+# it records its own outcome, so the reaper must not kill it.
+DEAD_LETTERABLE = (
+    "#generation = :generation AND (#status = :scheduled OR (#status = :running AND #lease < :now_ms))"
+)
 CANCELLABLE = "#status = :scheduled"
 # Only a dead job is replayed: a live one would then run twice, a succeeded one again.
 REPLAYABLE = "#status = :dead"
@@ -297,7 +304,10 @@ class DynamoJobStore:
             raise DependencyDown(f"job {job.job_id}: transaction cancelled for {reasons}")
 
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
-        """Dead-letters a live job of the member's generation (deliveries ran out); StaleState otherwise."""
+        """Dead-letters a job of the member's generation whose deliveries ran out; StaleState otherwise.
+
+        Only a scheduled job, or a running one whose attempt's lease has expired, is dead-lettered.
+        """
         update = (
             "SET #status = :dead, #error = :error, #updated = :now_ms, #expires = :expires "
             "REMOVE #lease, #live_pk, #live_sk"
@@ -307,8 +317,8 @@ class DynamoJobStore:
                 TableName=self._jobs,
                 Key=codec.job_key(member.tenant, member.job_id),
                 UpdateExpression=update,
-                ConditionExpression=LIVE_IN_GENERATION,
-                ExpressionAttributeNames=_names(update, LIVE_IN_GENERATION),
+                ConditionExpression=DEAD_LETTERABLE,
+                ExpressionAttributeNames=_names(update, DEAD_LETTERABLE),
                 ExpressionAttributeValues=codec.to_attribute_values(
                     {
                         ":dead": JobStatus.DEAD.value,
@@ -324,7 +334,8 @@ class DynamoJobStore:
         except ClientError as error:
             if codec.error_code(error) == "ConditionalCheckFailedException":
                 raise StaleState(
-                    f"job {member.job_id} is no longer live in generation {member.generation}"
+                    f"job {member.job_id} is no longer live in generation {member.generation}, "
+                    "or an attempt still holds its lease"
                 ) from error
             raise
 
@@ -374,10 +385,22 @@ class DynamoJobStore:
             raise _refusal(error, job_id, rule) from error
         return codec.item_to_job(reply["Attributes"])
 
-    def live_jobs(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Job], Any]:
-        """Returns a page of the shard's live jobs (sparse GSI) and the key to go on from (or None)."""
-        items, last_key = codec.live_index_page(self._client, self._jobs, str(shard), start_key, limit)
-        return [codec.item_to_job(item) for item in items], last_key
+    def live_jobs(
+        self, shard: int, cursor: str | None, limit: int, due_before_ms: int | None = None
+    ) -> tuple[list[LiveJob], str | None]:
+        """Returns a page of the shard's live jobs (sparse GSI) and the cursor to go on from (None: done).
+
+        The index orders a shard's jobs by live_due_ms: the due time of a waiting job, the lease expiry of a
+        running one. due_before_ms keeps only those that can be overdue by then. The GSI projects only what
+        reconciliation reads (tables.LIVE_JOB_ATTRIBUTES), never a body. The cursor is the page's last key
+        as JSON, so a caller may keep it between invocations.
+        """
+        start_key = None if cursor is None else json.loads(cursor)
+        items, last_key = codec.live_index_page(
+            self._client, self._jobs, str(shard), start_key, limit, sort_at_most=due_before_ms
+        )
+        jobs = [codec.item_to_live_job(item) for item in items]
+        return jobs, None if last_key is None else json.dumps(last_key, sort_keys=True)
 
     def executions(self, tenant: str, job_id: str) -> list[Execution]:
         """Returns every recorded attempt of a job, oldest first."""

@@ -14,6 +14,23 @@ SCHEDULE_SK_PREFIX = "sched#"
 LIVE_INDEX = "live"
 LIVE_PK = "live_shard"
 LIVE_SK = "live_due_ms"
+# The attributes the live GSI projects besides the keys (INCLUDE): what reconciliation reads, never a job's
+# body or headers. Jobs (codec.item_to_live_job) and schedules (schedule_store.item_to_schedule) share it.
+LIVE_JOB_ATTRIBUTES = ("job_id", "status", "generation", "due_ms", "shard", "flow", "lease_expires_at_ms")
+LIVE_SCHEDULE_ATTRIBUTES = (
+    "schedule_id",
+    "expression",
+    "timezone",
+    "job",
+    "catch_up",
+    "paused",
+    "version",
+    "shard",
+    "created_ms",
+    "updated_ms",
+    "start_ms",
+    "end_ms",
+)
 TTL_ATTRIBUTE = "expires_at_s"
 
 # Executions table: one item per attempt.

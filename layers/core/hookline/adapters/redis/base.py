@@ -2,22 +2,44 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import redis
 from redis.commands.core import Script
 
+from hookline.adapters.redis.errors import translating
 from hookline.adapters.redis.scripts import SCRIPT_NAMES, script_source
+from hookline.domain.clock import SystemClock
 from hookline.domain.delivery import StreamEntry
 from hookline.domain.models import Member
+from hookline.ports import Clock, MetricsSink, NullMetrics
 
 
 class RedisBase:
-    """Holds one client, the scripts registered on it and this process's consumer name."""
+    """Holds one client, the scripts registered on it and this process's consumer name.
 
-    def __init__(self, client: redis.Redis, consumer: str = "executor") -> None:
+    Every public method a role (subclass) defines raises IndexUnavailable, never the client's own error,
+    when Redis does not answer (see errors.py): the use cases wait such blips out without importing redis.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, value in list(vars(cls).items()):
+            if not name.startswith("_") and inspect.isfunction(value):
+                setattr(cls, name, translating(value))
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        consumer: str = "executor",
+        clock: Clock | None = None,
+        metrics: MetricsSink | None = None,
+    ) -> None:
         self._redis = client
         self._consumer = consumer
+        self._clock: Clock = clock or SystemClock()
+        self._metrics: MetricsSink = metrics or NullMetrics()
         self._scripts: dict[str, Script] = {
             name: client.register_script(script_source(name)) for name in SCRIPT_NAMES
         }
@@ -32,6 +54,30 @@ def text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+class MalformedEntry(ValueError):
+    """A stream entry that cannot be read as a delivery (no member, an undecodable one, a bad count)."""
+
+    def __init__(self, raw_member: str, reason: str) -> None:
+        super().__init__(reason)
+        self.raw_member = raw_member
+
+
+def member_of(raw: str) -> Member:
+    """Decodes a member string; raises MalformedEntry when it is not one."""
+    try:
+        return Member.decode(raw)
+    except (ValueError, IndexError, TypeError) as error:  # JSONDecodeError is a ValueError
+        raise MalformedEntry(raw, f"undecodable member: {error}") from error
+
+
 def entry(shard: int, entry_id: str, fields: dict[Any, Any]) -> StreamEntry:
+    """Returns the delivery a ready-stream entry holds; raises MalformedEntry when it holds none."""
     decoded = {text(k): text(v) for k, v in fields.items()}
-    return StreamEntry(shard, entry_id, Member.decode(decoded["m"]), int(decoded.get("d", "0")))
+    if "m" not in decoded:
+        raise MalformedEntry("", "no member field")
+    member = member_of(decoded["m"])
+    try:
+        deliveries = int(decoded.get("d", "0"))
+    except ValueError as error:
+        raise MalformedEntry(decoded["m"], "delivery count is not a number") from error
+    return StreamEntry(shard, entry_id, member, deliveries)

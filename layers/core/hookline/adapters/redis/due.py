@@ -56,14 +56,24 @@ class RedisDueIndex(RedisBase):
             pipe.lpop(redis_keys.wake_key(shard))
         return any(value is not None for value in pipe.execute())
 
-    def indexed_members(self, shard: int, members: Sequence[Member]) -> list[bool]:
-        """Tells, for each member, whether the due or in-flight index holds it (one pipelined round trip)."""
+    def indexed_members(
+        self, shard: int, members: Sequence[Member], stale_before_ms: int | None = None
+    ) -> list[bool]:
+        """Tells, for each member, whether the due or in-flight index holds it (one pipelined round trip).
+
+        An in-flight member that entered the ready stream before stale_before_ms does not count: no
+        delivery lasts that long, so its entry was lost (a partial loss, a consumer deleted with it).
+        """
         pipe = self._redis.pipeline(transaction=False)
         for member in members:
             pipe.zscore(redis_keys.due_key(shard), member.encode())
             pipe.zscore(redis_keys.inflight_key(shard), member.encode())
         scores = pipe.execute()
-        return [scores[i] is not None or scores[i + 1] is not None for i in range(0, len(scores), 2)]
+        floor = float("-inf") if stale_before_ms is None else stale_before_ms
+        return [
+            scores[i] is not None or (scores[i + 1] is not None and scores[i + 1] >= floor)
+            for i in range(0, len(scores), 2)
+        ]
 
     def depth(self, shard: int) -> tuple[int, int]:
         """Returns (due members, in-flight members) of a shard, for the queue-depth metric."""

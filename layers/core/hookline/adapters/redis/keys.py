@@ -39,6 +39,15 @@ def dead_stream(shard: int) -> str:
     return f"{_shard_tag(shard)}:dead"
 
 
+def rebuild_key(shard: int) -> str:
+    """HASH: the shard's reconciliation marks: `epoch` (set when the consumer group is created), `rebuilt`
+    (the epoch of the last complete rebuild) and `cursor` (`mode|position` where the last scan stopped).
+
+    A flush takes it with everything else, so a Redis that lost its data is recognised and rebuilt at once.
+    """
+    return f"{_shard_tag(shard)}:rebuild"
+
+
 def cron_key(shard: int) -> str:
     """ZSET: schedule member `tenant/schedule_id/version` → next fire time (ms), or claim expiry (ms)."""
     return f"{_shard_tag(shard)}:cron"
@@ -58,9 +67,39 @@ def rate_key(tenant: str, key: str) -> str:
     return f"{{hl:rl:{tenant}:{key}}}:rate"
 
 
+def rate_queue_key(tenant: str, key: str) -> str:
+    """ZSET: waiter (job:generation) → its place in line; deliveries a rate-limit key refused."""
+    return f"{{hl:rl:{tenant}:{key}}}:queue"
+
+
+def rate_told_key(tenant: str, key: str) -> str:
+    """ZSET: waiter (job:generation) → the turn it was told (ms); see rate_queue_key."""
+    return f"{{hl:rl:{tenant}:{key}}}:told"
+
+
 def concurrency_key(tenant: str, key: str) -> str:
     """ZSET: holder token → lease expiry (ms); the holders of one concurrency-limit key."""
     return f"{{hl:cc:{tenant}:{key}}}:holders"
+
+
+def concurrency_started_key(tenant: str, key: str) -> str:
+    """ZSET: holder token → when it took its slot (ms); the same holders, by start."""
+    return f"{{hl:cc:{tenant}:{key}}}:started"
+
+
+def concurrency_queue_key(tenant: str, key: str) -> str:
+    """ZSET: waiter token → its place in line; deliveries a concurrency-limit key refused."""
+    return f"{{hl:cc:{tenant}:{key}}}:queue"
+
+
+def concurrency_told_key(tenant: str, key: str) -> str:
+    """ZSET: waiter token → the turn it was told (ms); see concurrency_queue_key."""
+    return f"{{hl:cc:{tenant}:{key}}}:told"
+
+
+def concurrency_hold_key(tenant: str, key: str) -> str:
+    """STRING: the typical time (ms) a holder of one concurrency-limit key holds its slot."""
+    return f"{{hl:cc:{tenant}:{key}}}:hold"
 
 
 def api_rate_key(key_id: str) -> str:
@@ -76,3 +115,8 @@ def stats_bucket_key(tenant: str, minute: int) -> str:
 def stats_dead_key(tenant: str) -> str:
     """ZSET: job id → expiry (s) of its record; the tenant's dead jobs, counted in O(log N)."""
     return f"{{hl:st:{tenant}}}:dead"
+
+
+def api_queue_keys(key_id: str) -> list[str]:
+    """Never written (API requests are not queued); named so that rate_limit.lua's keys share one slot."""
+    return [f"{{hl:api:{key_id}}}:queue", f"{{hl:api:{key_id}}}:told"]

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, cast
 
 import redis
 
 from hookline.adapters.redis import keys as redis_keys
-from hookline.adapters.redis.base import RedisBase, entry, text
+from hookline.adapters.redis.base import MalformedEntry, RedisBase, entry, member_of, text
+from hookline.adapters.redis.rebuild import new_epoch
 from hookline.domain import constants
 from hookline.domain.delivery import RedeliverResult, StreamEntry
-from hookline.domain.models import Member
+
+logger = logging.getLogger(__name__)
+
+MALFORMED_REASON = "malformed_entry"
 
 
 class RedisReadyStream(RedisBase):
     """Reads and ends deliveries of the ready streams (hookline.ports.ReadyStream)."""
 
     def ensure_group(self, shard: int) -> None:
-        """Creates the ready stream's consumer group if it is missing (also after Redis lost everything)."""
+        """Creates the ready stream's consumer group if it is missing (also after Redis lost everything).
+
+        A group created here starts a new epoch of the shard (rebuild.py): Redis had lost it, or never had
+        it, so the reaper rebuilds every index of the shard from DynamoDB at once.
+        """
         try:
             self._redis.xgroup_create(
                 redis_keys.ready_stream(shard), redis_keys.CONSUMER_GROUP, id="0", mkstream=True
@@ -26,6 +35,9 @@ class RedisReadyStream(RedisBase):
         except redis.ResponseError as error:
             if "BUSYGROUP" not in str(error):
                 raise
+            return
+        # Not atomic with the group: a crash in between leaves no epoch, which also means "rebuild".
+        self._redis.hset(redis_keys.rebuild_key(shard), "epoch", new_epoch())
 
     def read_ready(self, shards: Sequence[int], count: int, block_ms: int) -> list[StreamEntry]:
         """Reads up to `count` new deliveries for this consumer, blocking up to block_ms (0: not at all).
@@ -46,9 +58,10 @@ class RedisReadyStream(RedisBase):
                 ),
             )
         except redis.ResponseError as error:
-            if "NOGROUP" not in str(error):
+            # NOGROUP: Redis lost the stream (flush, fail-over) before the read; UNBLOCKED: it lost it while
+            # the read was blocked on it. Either way recreate it; the reaper re-indexes the jobs.
+            if "NOGROUP" not in str(error) and "UNBLOCKED" not in str(error):
                 raise
-            # Redis lost the stream (flush, fail-over): recreate it; the reaper re-indexes the jobs.
             for shard in shards:
                 self.ensure_group(shard)
             return []
@@ -56,7 +69,10 @@ class RedisReadyStream(RedisBase):
         for stream_name, messages in reply or []:
             shard = shard_of[text(stream_name)]
             for entry_id, fields in messages:
-                entries.append(entry(shard, text(entry_id), fields))
+                try:
+                    entries.append(entry(shard, text(entry_id), fields or {}))
+                except MalformedEntry as error:
+                    self._discard(shard, text(entry_id), error)
         return entries
 
     def ack(self, entry: StreamEntry) -> bool:
@@ -161,12 +177,47 @@ class RedisReadyStream(RedisBase):
             max_deliveries,
             cursor,
         ]
-        redelivered, flat, next_cursor = cast(list[Any], self._scripts["redeliver"](keys=keys, args=args))
-        exhausted = [
-            StreamEntry(shard, text(flat[i]), Member.decode(text(flat[i + 1])), max_deliveries)
-            for i in range(0, len(flat), 2)
+        redelivered, flat, next_cursor, malformed = cast(
+            list[Any], self._scripts["redeliver"](keys=keys, args=args)
+        )
+        discarded = 0
+        for i in range(0, len(malformed), 2):
+            raw = text(malformed[i + 1])
+            self._discard(shard, text(malformed[i]), MalformedEntry(raw, "no member or a bad delivery count"))
+            discarded += 1
+        exhausted: list[StreamEntry] = []
+        for i in range(0, len(flat), 2):
+            try:
+                member = member_of(text(flat[i + 1]))
+            except MalformedEntry as error:
+                self._discard(shard, text(flat[i]), error)
+                discarded += 1
+                continue
+            exhausted.append(StreamEntry(shard, text(flat[i]), member, max_deliveries))
+        return RedeliverResult(int(redelivered), exhausted, text(next_cursor), discarded)
+
+    def _discard(self, shard: int, entry_id: str, error: MalformedEntry) -> None:
+        """Moves an entry that holds no readable delivery to the dead stream (reason malformed_entry).
+
+        Nothing can process it, and left pending it would poison every reaper run and every reader it is
+        re-delivered to. The dead stream keeps its raw member for inspection; no job is touched (none can
+        be named), and a job it might have meant is still live in DynamoDB, so reconciliation indexes it.
+        """
+        keys = [redis_keys.ready_stream(shard), redis_keys.inflight_key(shard), redis_keys.dead_stream(shard)]
+        args: list[str | int] = [
+            redis_keys.CONSUMER_GROUP,
+            entry_id,
+            error.raw_member,
+            MALFORMED_REASON,
+            self._clock.now_ms(),
+            constants.DEAD_STREAM_MAX_LEN,
         ]
-        return RedeliverResult(int(redelivered), exhausted, text(next_cursor))
+        self._scripts["dead_letter"](keys=keys, args=args)
+        logger.error(
+            "dead-lettered a malformed ready-stream entry",
+            extra={"shard": shard, "entry_id": entry_id, "member": error.raw_member, "reason": str(error)},
+        )
+        self._metrics.count("MalformedEntries")
 
     def trim_dead(self, shard: int, max_len: int = constants.DEAD_STREAM_MAX_LEN) -> int:
         """Trims the dead stream to about max_len entries; returns how many were removed."""
@@ -176,13 +227,9 @@ class RedisReadyStream(RedisBase):
         """Deletes consumers that hold nothing and were idle for idle_ms; returns how many.
 
         Every executor process reads as a consumer of its own, so the group gains one per Lambda cold start.
-        A consumer with pending entries is kept: deleting it would drop them from the pending list.
+        A consumer with pending entries is kept: deleting it would drop them from the pending list. The
+        check and the delete are one script (prune_consumers.lua), so no read can fall between them.
         """
-        stream = redis_keys.ready_stream(shard)
-        removed = 0
-        for consumer in self._redis.xinfo_consumers(stream, redis_keys.CONSUMER_GROUP):
-            if int(consumer["pending"]) == 0 and int(consumer["idle"]) >= idle_ms:
-                # The reply counts the entries it had pending (0 here), not whether it was deleted.
-                self._redis.xgroup_delconsumer(stream, redis_keys.CONSUMER_GROUP, consumer["name"])
-                removed += 1
-        return removed
+        keys = [redis_keys.ready_stream(shard)]
+        args: list[str | int] = [redis_keys.CONSUMER_GROUP, idle_ms]
+        return int(cast(int, self._scripts["prune_consumers"](keys=keys, args=args)))
