@@ -40,6 +40,8 @@ RECOVER_EVERY_MS = 2_000
 # An executor stops taking work this long plus the longest callback before its invocation ends: room for
 # recording the outcome (the finish write, its retries and DynamoDB's timeouts) after the callback.
 ATTEMPT_WRAP_UP_S = 30.0
+# No attempt holds a job (or its in-flight member, or a concurrency slot) longer than this.
+LONGEST_ATTEMPT_MS = int((MAX_TIMEOUT_S + ATTEMPT_WRAP_UP_S) * 1000)
 RESPONSE_BODY_PREVIEW_BYTES = 1024
 EXECUTION_RETENTION_S = 30 * 24 * 3600
 TERMINAL_JOB_RETENTION_S = 30 * 24 * 3600

@@ -216,7 +216,7 @@ class Executor:
         token = f"{member.job_id}:{member.generation}"
         # The job's own timeout is not known before the claim: hold slots for the longest one (released
         # as soon as the attempt ends, so this only bounds how long a crashed holder blocks a slot).
-        lease_ms = now_ms + int((constants.MAX_TIMEOUT_S + constants.ATTEMPT_WRAP_UP_S) * 1000)
+        lease_ms = now_ms + constants.LONGEST_ATTEMPT_MS
         semaphores = []
         if self._tenant_max_concurrency is not None:
             semaphores.append((TENANT_LIMIT_KEY, self._tenant_max_concurrency))

@@ -32,8 +32,9 @@ RECONCILE_PAGE = 100
 # behind a clock a little ahead of ours, is indexed on time.
 DUE_HORIZON_MS = 5_000
 DUE_SCAN = "due"
-# No attempt holds a job longer than its longest lease (the longest callback timeout plus the lease margin).
-LONGEST_LEASE_MS = int((constants.MAX_TIMEOUT_S + constants.LEASE_MARGIN_S) * 1000)
+# No attempt holds a job longer than the longest callback plus the recording of its outcome: the heartbeat
+# renews a short lease until then (docs/timing.md).
+LONGEST_LEASE_MS = constants.LONGEST_ATTEMPT_MS
 
 
 @dataclass
