@@ -84,7 +84,7 @@ def test_given_tenant_rate_default_when_jobs_have_no_limit_then_tenant_window_ho
     assert starts[-1] - starts[0] >= 2000
 
 
-def test_given_live_holder_when_a_duplicate_entry_of_its_job_is_dropped_then_its_slot_stays_held(
+def test_given_live_holder_when_a_duplicate_entry_of_its_job_is_deferred_then_its_slot_stays_held(
     container: Container, receiver: Receiver
 ) -> None:
     (job_id,) = submit_all(container, receiver, 1, max_concurrency={"key": "db", "limit": 1})
@@ -98,7 +98,8 @@ def test_given_live_holder_when_a_duplicate_entry_of_its_job_is_dropped_then_its
     container.jobs.claim(entry.member, now_ms)  # the holder's callback is under way
     container.index.index(entry.member, 0, now_ms, now_ms)  # ...when a duplicate entry of the job appears
 
-    assert container.executor.drain() == [Disposition.STALE]  # the duplicate cannot claim: dropped
+    # The duplicate cannot claim while the holder's lease holds: it is deferred to the lease's end.
+    assert container.executor.drain() == [Disposition.DEFERRED]
 
     holders = container.redis.zrange(redis_keys.concurrency_key(TENANT, "db"), 0, -1)
     assert holders == [token.encode()], "the duplicate released the live holder's slot"

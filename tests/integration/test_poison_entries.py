@@ -62,7 +62,7 @@ def test_given_malformed_entries_pending_when_reaped_then_dead_lettered_and_the_
     container.redis.xadd(READY, {"m": "t/j/1", "d": "many"})
     container.redis.xadd(READY, {"m": "also/not/a-member", "d": "0"})  # re-added: a reader meets it
     container.redis.xreadgroup(redis_keys.CONSUMER_GROUP, "crashed", {READY: ">"})  # all five now pending
-    time.sleep(0.4)  # idle past redeliver_after_ms
+    time.sleep(container.settings.redeliver_after_ms / 1000 + 0.1)  # idle past redeliver_after_ms
 
     report = container.reaper.run(container.clock.now_ms() + 5_000)
 

@@ -151,7 +151,7 @@ def test_given_attempt_holding_its_lease_when_its_entry_runs_out_of_deliveries_t
         slow.ensure_group(0)
         (entry,) = slow.read_ready([0], count=10, block_ms=100)
         container.jobs.claim(entry.member, container.clock.now_ms())  # a long callback is under way...
-        time.sleep(0.4)  # ...longer than redeliver_after_ms, so the reaper takes its idle entry
+        time.sleep(settings.redeliver_after_ms / 1000 + 0.1)  # ...idle past redeliver_after_ms: reaped
 
         report = container.reaper.run(container.clock.now_ms() + 5_000)
 

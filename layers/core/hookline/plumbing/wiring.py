@@ -257,7 +257,7 @@ class Container:
                 self.index,
                 self.index,
                 self.clock,
-                longest_lease_ms=int(constants.MAX_TIMEOUT_S * 1000) + self.settings.lease_margin_ms,
+                longest_lease_ms=constants.LONGEST_ATTEMPT_MS,
             ),
             schedules=ScheduleReconciler(self.schedule_store, self.index, self.clock),
             stats=self.stats,
