@@ -7,6 +7,7 @@ PR_SET_PDEATHSIG, so a `hookline dev` killed with SIGKILL does not leave them ru
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -65,8 +66,23 @@ def _die_with_parent() -> None:
 class ChildProcess:
     """A started service process and how to stop it."""
 
-    def __init__(self, name: str, args: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: list[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        whole_group: bool = False,
+    ) -> None:
+        """Starts the process in a new session (its own process group), output to log_path.
+
+        Args:
+            whole_group: Stop the child's whole process group, not only the child: for a child that
+                starts workers of its own (the emulator's Lambda workers), which would otherwise
+                outlive it while an invocation runs.
+        """
         self.name = name
+        self._whole_group = whole_group
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("wb") as log:  # one run per log: a restart starts it afresh
             self._process = subprocess.Popen(
@@ -90,6 +106,9 @@ class ChildProcess:
 
     def stop(self) -> None:
         """Sends SIGTERM, waits, and SIGKILLs a process that does not exit in time."""
+        if self._whole_group:
+            self._stop_group()
+            return
         if self._process.poll() is None:
             self._process.terminate()
             try:
@@ -97,6 +116,30 @@ class ChildProcess:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait(timeout=STOP_TIMEOUT_S)
+
+    def _stop_group(self) -> None:
+        # The child leads its session, so its process group id is its pid, and the group outlives it
+        # while any worker it started runs: signal the group, not the pid.
+        group = self._process.pid
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, sig)
+            end = time.monotonic() + STOP_TIMEOUT_S
+            while time.monotonic() < end and _group_alive(group):
+                self._process.poll()  # reaps the child itself; its workers are reaped by init
+                time.sleep(0.05)
+            if not _group_alive(group):
+                break
+        self._process.poll()
+
+
+def _group_alive(group: int) -> bool:
+    """Tells whether any process of the group is still alive (zombies of the group leader count as gone)."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def find_redis_server(install: bool = True) -> str:

@@ -58,6 +58,8 @@ class StackOptions:
         api_sandboxes: Worker processes serving the API function, each one request at a time; one per
             CPU (2 to 4): more only share the same cores and each costs a cold start.
         install_redis: Whether a missing redis-server may be installed.
+        allow_loopback: Whether callbacks may go to loopback (the request bin); False applies the
+            SSRF policy of a deployment.
     """
 
     port: int = 3000
@@ -68,6 +70,7 @@ class StackOptions:
     max_executors: int = 4
     api_sandboxes: int = field(default_factory=lambda: min(4, max(2, os.cpu_count() or 2)))
     install_redis: bool = True
+    allow_loopback: bool = True
 
 
 @dataclass
@@ -238,7 +241,7 @@ def stack_environment(options: StackOptions, aws_endpoint: str) -> dict[str, str
     env = {
         "HOOKLINE_REDIS_URL": f"redis://127.0.0.1:{options.redis_port}/0",
         "HOOKLINE_AWS_ENDPOINT": aws_endpoint,
-        "HOOKLINE_ALLOW_LOOPBACK": "true",
+        "HOOKLINE_ALLOW_LOOPBACK": "true" if options.allow_loopback else "false",
         "HOOKLINE_JOBS_TABLE": settings.jobs_table,
         "HOOKLINE_EXECUTIONS_TABLE": settings.executions_table,
         "HOOKLINE_API_KEYS_TABLE": settings.api_keys_table,
