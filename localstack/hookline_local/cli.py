@@ -47,6 +47,13 @@ def add_dev_commands(commands: Any) -> None:
         "gateway and timers, on moto (HOOKLINE_DEV_STACK=hand-wired)",
     )
     dev.add_argument(
+        "--parameter",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a template parameter for the deployment, e.g. ApiRateLimitPerS=1000 (repeatable)",
+    )
+    dev.add_argument(
         "--refuse-loopback",
         action="store_true",
         help="refuse callbacks to loopback and private addresses, as in AWS (AllowLoopback=false); "
@@ -105,6 +112,7 @@ def _run(args: argparse.Namespace) -> int:
                 aws_endpoint=endpoint,
                 state_dir=args.state_dir.resolve(),
                 allow_loopback=not args.refuse_loopback,
+                parameters=dict(_parameter(text) for text in args.parameter),
             ),
             report=report,
         )
@@ -169,6 +177,13 @@ See it arrive (with "signature_valid": true):
 """
 
 
+def _parameter(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise SystemExit(f"hookline dev: --parameter takes NAME=VALUE, not {text!r}")
+    return name, value
+
+
 def deployed_banner(stack: DeployedStack) -> str:
     """Returns the start-up text of the deployed stack: the stack's own outputs, the key, a request."""
     assert stack.deployed is not None
@@ -179,8 +194,8 @@ def deployed_banner(stack: DeployedStack) -> str:
     loopback = "refused (--refuse-loopback)" if not stack.options.allow_loopback else "allowed"
     functions = ", ".join(sorted(deployed.functions.values()))
     return f"""
-Hookline is deployed from template.yaml (stack {deployed.stack_name}, up in {stack.started_in_s:.1f} s; \
-pid {pids["hookline dev"]}); Ctrl-C stops it.
+Hookline is running (pid {pids["hookline dev"]}), deployed from template.yaml as stack \
+{deployed.stack_name} in {stack.started_in_s:.1f} s; Ctrl-C stops it.
 
   ApiUrl     {deployed.outputs["ApiUrl"]}  (the stack's output)
   on AWS emulation  {deployed.api_url}

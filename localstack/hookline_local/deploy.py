@@ -53,16 +53,20 @@ class DeployOptions:
         endpoint: The AWS endpoint (the emulator), e.g. http://127.0.0.1:4566.
         stack_name: The CloudFormation stack's name.
         parameters: Template parameters, by name (the rest keep their defaults).
-        build_dir: Where built artifacts (and the layer's cached dependencies) go.
+        build_dir: Where built artifacts go.
+        cache_dir: Where the layer's dependencies are kept between builds (keyed by requirements.txt
+            and the Python version).
         python_version: "major.minor" of the Python that runs the functions (the layer's wheels).
         region: The region to deploy in.
-        first_tick: Whether to invoke every scheduled function once when the stack is up.
+        first_tick: Whether to invoke every scheduled function once when the stack is up (False: the
+            caller does it with first_tick(), e.g. once the API is warm).
     """
 
     endpoint: str
     stack_name: str = "hookline"
     parameters: Mapping[str, str] = field(default_factory=dict)
     build_dir: Path = Path(".hookline/build")
+    cache_dir: Path = Path(".hookline/cache")
     python_version: str = f"{sys.version_info[0]}.{sys.version_info[1]}"
     region: str = "us-east-1"
     first_tick: bool = True
@@ -93,12 +97,16 @@ def deploy(template_path: Path, options: DeployOptions, log: Callable[[str], Non
     """Builds, packages and deploys the template; returns the created stack."""
     template = load_template(template_path)
     started = time.monotonic()
-    artifacts = build(template, template_path.parent, options.build_dir, options.python_version)
+    artifacts = build(template, template_path.parent, options, options.python_version)
     log(f"built {len(artifacts)} artifacts in {time.monotonic() - started:.1f} s")
     s3 = aws_client("s3", options.endpoint, options.region)
+    step = time.monotonic()
     packaged = package(template, artifacts, s3, ARTIFACT_BUCKET)
+    log(f"packaged to s3://{ARTIFACT_BUCKET} in {time.monotonic() - step:.1f} s")
     cfn = aws_client("cloudformation", options.endpoint, options.region)
+    step = time.monotonic()
     outputs = create_stack(cfn, options.stack_name, packaged, options.parameters)
+    log(f"stack {options.stack_name} CREATE_COMPLETE after {time.monotonic() - step:.1f} s")
     resources = stack_resources(cfn, options.stack_name)
     apply_table_ttl(aws_client("dynamodb", options.endpoint, options.region), template, resources)
     functions = {
@@ -107,10 +115,8 @@ def deploy(template_path: Path, options: DeployOptions, log: Callable[[str], Non
         if resource.get("Type") == FUNCTION_TYPE and logical_id in resources
     }
     if options.first_tick:
-        lambda_client = aws_client("lambda", options.endpoint, options.region)
-        for logical_id in scheduled_functions(template):
-            lambda_client.invoke(FunctionName=functions[logical_id], InvocationType="Event", Payload=b"{}")
-    log(f"stack {options.stack_name} CREATE_COMPLETE in {time.monotonic() - started:.1f} s")
+        first_tick(options.endpoint, options.region, template, functions)
+    log(f"deployed in {time.monotonic() - started:.1f} s")
     return Deployed(
         stack_name=options.stack_name,
         outputs=outputs,
@@ -120,7 +126,7 @@ def deploy(template_path: Path, options: DeployOptions, log: Callable[[str], Non
 
 
 def build(
-    template: Mapping[str, Any], template_dir: Path, build_dir: Path, python_version: str
+    template: Mapping[str, Any], template_dir: Path, options: DeployOptions, python_version: str
 ) -> dict[str, Path]:
     """Builds every function and layer; returns the directory to zip for each logical id."""
     artifacts: dict[str, Path] = {}
@@ -129,12 +135,19 @@ def build(
         if resource.get("Type") == FUNCTION_TYPE:
             artifacts[logical_id] = template_dir / properties["CodeUri"]
         elif resource.get("Type") == LAYER_TYPE:
-            artifacts[logical_id] = build_layer(logical_id, resource, template_dir, build_dir, python_version)
+            artifacts[logical_id] = build_layer(
+                logical_id, resource, template_dir, options.build_dir, options.cache_dir, python_version
+            )
     return artifacts
 
 
 def build_layer(
-    logical_id: str, resource: Mapping[str, Any], template_dir: Path, build_dir: Path, python_version: str
+    logical_id: str,
+    resource: Mapping[str, Any],
+    template_dir: Path,
+    build_dir: Path,
+    cache_dir: Path,
+    python_version: str,
 ) -> Path:
     """Runs the layer's makefile build (as `sam build` does) into build_dir; returns the artifact dir.
 
@@ -153,7 +166,7 @@ def build_layer(
     command = [
         "make", "--silent", "-C", str(source), f"build-{logical_id}",
         f"ARTIFACTS_DIR={artifacts_dir}",
-        f"LAYER_DEPS_DIR={(build_dir / f'{logical_id}-deps-{deps_key}').resolve()}",
+        f"LAYER_DEPS_DIR={(cache_dir / f'{logical_id}-deps-{deps_key}').resolve()}",
         f"PYTHON={sys.executable}",
         f"LAMBDA_PYTHON_VERSION={python_version}",
     ]  # fmt: skip
@@ -259,6 +272,13 @@ def apply_table_ttl(dynamodb: Any, template: Mapping[str, Any], resources: Mappi
             dynamodb.update_time_to_live(
                 TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": attribute}
             )
+
+
+def first_tick(endpoint: str, region: str, template: Mapping[str, Any], functions: Mapping[str, str]) -> None:
+    """Invokes each scheduled function once, asynchronously, as its schedule's first tick would."""
+    lambda_client = aws_client("lambda", endpoint, region)
+    for logical_id in scheduled_functions(template):
+        lambda_client.invoke(FunctionName=functions[logical_id], InvocationType="Event", Payload=b"{}")
 
 
 def scheduled_functions(template: Mapping[str, Any]) -> list[str]:

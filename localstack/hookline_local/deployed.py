@@ -13,7 +13,7 @@ import shlex
 import shutil
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,16 +22,16 @@ from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.domain.clock import SystemClock
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline_local import services
-from hookline_local.deploy import Deployed, DeployError, DeployOptions, aws_client, deploy
+from hookline_local.deploy import Deployed, DeployError, DeployOptions, aws_client, deploy, first_tick
 from hookline_local.emulator import emulator_python, python_version, scratch_dir, start_emulator
 from hookline_local.forwarder import Forwarder
 from hookline_local.gateway import GatewayServer
 from hookline_local.sink import SINK_PATH, RequestBin
 from hookline_local.stack import DEV_TENANT, REGION, _development_key
-from hookline_local.template import find_template
+from hookline_local.template import find_template, load_template
 
 STACK_NAME = "hookline"
-WARM_TIMEOUT_S = 60.0
+WARM_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class DeployedOptions:
         state_dir: Where redis' directory, logs, build artifacts and dev.env go.
         allow_loopback: The template's AllowLoopback: callbacks to 127.0.0.1 (the request bin) allowed.
         install_redis: Whether a missing redis-server may be installed.
+        parameters: More template parameters (they win over the stack's own).
     """
 
     port: int = 3000
@@ -55,6 +56,7 @@ class DeployedOptions:
     state_dir: Path = field(default_factory=lambda: find_template().parent / ".hookline")
     allow_loopback: bool = True
     install_redis: bool = True
+    parameters: Mapping[str, str] = field(default_factory=dict)
 
 
 class DeployedStack:
@@ -116,10 +118,16 @@ class DeployedStack:
             DeployOptions(
                 endpoint=endpoint,
                 stack_name=STACK_NAME,
-                parameters=stack_parameters(redis_url, endpoint, options.allow_loopback),
+                parameters={
+                    **stack_parameters(redis_url, endpoint, options.allow_loopback),
+                    **options.parameters,
+                },
                 build_dir=options.state_dir / "build",
+                # Shared by every state directory (tests use their own): the dependencies do not change.
+                cache_dir=find_template().parent / ".hookline" / "cache",
                 python_version=python_version(python),
                 region=REGION,
+                first_tick=False,
             ),
             log=self._report,
         )
@@ -131,6 +139,10 @@ class DeployedStack:
         self._forwarder = Forwarder(deployed.api_url, {SINK_PATH: sink.serve})
         self._server = GatewayServer(self._forwarder, port=options.port)
         self._server.start()
+        # The scheduled functions' first ticks, then the API's first request: the banner comes once
+        # the API answers, by when the promoter and executor have (nearly) finished their cold starts
+        # too (each unpacks the layer and imports it: seconds, tens of seconds on a loaded machine).
+        first_tick(endpoint, REGION, load_template(find_template()), deployed.functions)
         warm_api(self.api_url)
         self.environment = cli_environment(deployed, endpoint, redis_url)
         self._write_env_file()
@@ -174,12 +186,14 @@ def warm_api(api_url: str) -> None:
     """
     deadline = time.monotonic() + WARM_TIMEOUT_S
     while time.monotonic() < deadline:
+        # A cold start slower than API Gateway's 29 s answers 504 (or times out); the worker is warm
+        # for the next attempt.
         try:
             with urllib.request.urlopen(f"{api_url}/healthz", timeout=WARM_TIMEOUT_S) as answer:
                 if answer.status == 200:
                     return
         except OSError:
-            time.sleep(0.2)
+            time.sleep(0.5)
     raise DeployError(f"the deployed API did not answer GET /healthz within {WARM_TIMEOUT_S:.0f} s")
 
 

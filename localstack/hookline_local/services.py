@@ -24,6 +24,7 @@ import redis
 
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
+GROUP_GRACE_S = 1.0
 PR_SET_PDEATHSIG = 1
 INSTALL_HINT = (
     "redis-server was not found. Install it (Debian/Ubuntu: sudo apt-get install redis-server; "
@@ -121,10 +122,12 @@ class ChildProcess:
         # The child leads its session, so its process group id is its pid, and the group outlives it
         # while any worker it started runs: signal the group, not the pid.
         group = self._process.pid
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        # The emulator keeps nothing worth a graceful exit, and its server waits for kept-alive
+        # connections when terminated: a short grace, then SIGKILL for the whole group.
+        for sig, grace_s in ((signal.SIGTERM, GROUP_GRACE_S), (signal.SIGKILL, STOP_TIMEOUT_S)):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, sig)
-            end = time.monotonic() + STOP_TIMEOUT_S
+            end = time.monotonic() + grace_s
             while time.monotonic() < end and _group_alive(group):
                 self._process.poll()  # reaps the child itself; its workers are reaped by init
                 time.sleep(0.05)
@@ -134,12 +137,24 @@ class ChildProcess:
 
 
 def _group_alive(group: int) -> bool:
-    """Tells whether any process of the group is still alive (zombies of the group leader count as gone)."""
-    try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    """Tells whether any process of the group still runs; zombies count as gone (a worker orphaned by the
+    emulator's exit may wait as a zombie for a parent that does not reap it, as in some containers)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # it ended meanwhile
+        # After the command: state, ppid, pgrp.
+        if int(fields[2]) == group and fields[0] != "Z":
+            return True
+    return False
 
 
 def find_redis_server(install: bool = True) -> str:

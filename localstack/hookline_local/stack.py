@@ -144,7 +144,7 @@ class LocalStack:
         warnings.filterwarnings("ignore", message="No application metrics to publish")
         # What functions print (Powertools' JSON logs) goes where Lambda sends it, to a log, not the
         # console; Powertools' Logger binds sys.stdout when a function module is imported.
-        self._function_log = self.function_log.open("w", encoding="utf-8", buffering=1)
+        self._function_log = open_function_log(self.function_log)
         self._console = sys.stdout
         sys.stdout = self._function_log
         self._start_functions(template, template_path.parent)
@@ -233,6 +233,17 @@ class LocalStack:
             sys.stdout = self._console
             self._function_log.close()
             self._function_log = None
+
+
+def open_function_log(path: Path) -> TextIO:
+    """Empties the function log and opens it for appending, as every sandbox process does.
+
+    Every writer must append (O_APPEND): a writer that keeps its own offset ("w") writes over the lines
+    the sandboxes appended meanwhile, and the log loses them.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")  # one run per log
+    return path.open("a", encoding="utf-8", buffering=1)
 
 
 def stack_environment(options: StackOptions, aws_endpoint: str) -> dict[str, str]:
