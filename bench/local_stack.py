@@ -204,6 +204,19 @@ def submit_all(stack: Stack, jobs: list[dict[str, Any]], clients: int) -> list[t
             client.close()
 
 
+def warm_up(stack: Stack, clients: int) -> None:
+    """Sends `clients` concurrent requests and prints how long they took: on the deployed stack each
+    concurrent request beyond the warm workers is a Lambda cold start (a new worker), which the burst
+    would otherwise measure."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        statuses = list(
+            pool.map(lambda _: httpx.get(f"{stack.api_url}/healthz", timeout=180).status_code, range(clients))
+        )
+    took_s = time.monotonic() - started
+    print(f"warm-up: {clients} concurrent requests answered {sorted(set(statuses))} in {took_s:.1f} s")
+
+
 def wait_arrivals(receiver: Arrivals, ids: set[str], deadline_s: float) -> None:
     """Waits until every id arrived or the deadline passed."""
     while time.monotonic() < deadline_s and receiver.count(ids) < len(ids):
@@ -395,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         stack = start_stack(Path(state), args.stack)
         try:
             print(f"local stack at {stack.api_url}; {args.jobs} jobs per phase; {os.cpu_count()} CPUs")
+            warm_up(stack, args.clients)
             burst(stack, receiver, args.jobs, args.clients, args.cap_s)
             paced(stack, receiver, args.jobs, args.pace_per_s, args.clients, args.cap_s)
             if args.stack == "hand-wired":
