@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -23,7 +22,7 @@ from hookline.domain.clock import SystemClock
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline_local import services
 from hookline_local.deploy import Deployed, DeployError, DeployOptions, aws_client, deploy, first_tick
-from hookline_local.emulator import emulator_python, python_version, scratch_dir, start_emulator
+from hookline_local.emulator import discard_scratch, emulator_python, python_version, start_emulator
 from hookline_local.forwarder import Forwarder
 from hookline_local.gateway import GatewayServer
 from hookline_local.sink import SINK_PATH, RequestBin
@@ -174,7 +173,7 @@ class DeployedStack:
         for child in reversed(self._children):
             child.stop()
         self._children.clear()
-        shutil.rmtree(scratch_dir(self.emulator_log), ignore_errors=True)
+        discard_scratch(self.emulator_log)
         self.env_file.unlink(missing_ok=True)
 
 

@@ -76,11 +76,33 @@ def scratch_dir(log_path: Path) -> Path:
     return log_path.parent / "emulator-tmp"
 
 
+def discard_scratch(log_path: Path) -> None:
+    """Removes the emulator's scratch directory without waiting for it.
+
+    It holds an unpacked layer per Lambda worker ever started (thousands of files each): removing it can
+    take long on a busy disk, and Ctrl-C must not wait for that. It is renamed at once and removed by a
+    detached `rm`; whatever is left is removed at the next start.
+    """
+    scratch = scratch_dir(log_path)
+    if not scratch.exists():
+        return
+    doomed = scratch.with_name(f"{scratch.name}.old-{os.getpid()}")
+    scratch.rename(doomed)
+    subprocess.Popen(
+        ["rm", "-rf", str(doomed)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 def start_emulator(port: int, log_path: Path, python: Path | None = None) -> ChildProcess:
     """Starts ministack on 127.0.0.1:port and waits until its health endpoint answers."""
     interpreter = python or emulator_python()
     scratch = scratch_dir(log_path)
-    shutil.rmtree(scratch, ignore_errors=True)
+    for left in scratch.parent.glob(f"{scratch.name}*"):
+        shutil.rmtree(left, ignore_errors=True)  # a previous run's, if its removal did not finish
     scratch.mkdir(parents=True)
     child = ChildProcess(
         "emulator",
