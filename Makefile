@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The embedded AWS emulator (ministack and the SAM transform) lives in its own venv: it pins botocore and
+# pydantic below what Hookline resolves. `make run` and the template e2e tests deploy template.yaml onto it.
+EMU_VENV := .venv-emu
+EMU_STAMP := $(EMU_VENV)/.installed
 
 .PHONY: all install lint types template test test-unit test-integration test-e2e run sam-check clean
 
@@ -14,7 +18,13 @@ $(STAMP): pyproject.toml localstack/pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]' -e ./localstack
 	touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install Hookline with its development tools
+$(EMU_STAMP): localstack/emulator-requirements.txt
+	$(PYTHON) -m venv $(EMU_VENV)
+	$(EMU_VENV)/bin/pip install --quiet --upgrade pip
+	$(EMU_VENV)/bin/pip install --quiet -r localstack/emulator-requirements.txt
+	touch $(EMU_STAMP)
+
+install: $(STAMP) $(EMU_STAMP)  ## create .venv (Hookline and its tools) and .venv-emu (the AWS emulator)
 
 lint: $(STAMP)  ## ruff (lint and formatting) and the layering contracts (.importlinter)
 	$(BIN)/ruff check .
@@ -27,7 +37,7 @@ types: $(STAMP)  ## mypy strict on layers/ and functions/
 template: $(STAMP)  ## cfn-lint on template.yaml
 	$(BIN)/cfn-lint template.yaml
 
-test: lint types template  ## everything: lint, types, template, unit + integration tests
+test: lint types template $(EMU_STAMP)  ## everything: lint, types, template, unit, integration and e2e tests
 	$(BIN)/pytest
 
 test-unit: $(STAMP)
@@ -36,10 +46,10 @@ test-unit: $(STAMP)
 test-integration: $(STAMP)
 	$(BIN)/pytest tests/integration
 
-test-e2e: $(STAMP)  ## the local stack driven over HTTP, as `make run` starts it
+test-e2e: $(STAMP) $(EMU_STAMP)  ## the stacks `make run` starts, driven over HTTP
 	$(BIN)/pytest tests/e2e
 
-run: $(STAMP)  ## the whole stack on this machine: API on 127.0.0.1:3000, redis-server, moto, timers
+run: $(STAMP) $(EMU_STAMP)  ## template.yaml deployed on the embedded emulator; API on 127.0.0.1:3000
 	$(BIN)/hookline dev
 
 # SAM CLI lives in its own venv: aws-sam-translator pins a pydantic that Hookline's dependencies outgrow.
@@ -56,4 +66,4 @@ sam-check: $(SAM)  ## sam validate --lint and sam build (no Docker needed); not 
 	$(SAM) build
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .aws-sam
+	rm -rf $(VENV) $(EMU_VENV) .mypy_cache .ruff_cache .pytest_cache .aws-sam

@@ -12,6 +12,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from hookline_local.deploy import DeployError
+from hookline_local.deployed import DeployedOptions, DeployedStack
 from hookline_local.services import ServiceError
 from hookline_local.sink import SINK_PATH
 from hookline_local.stack import DEV_TENANT, LocalStack, StackOptions
@@ -23,7 +25,7 @@ def add_dev_commands(commands: Any) -> None:
     env = os.environ
     dev = commands.add_parser(
         "dev",
-        help="run the local stack: API on 127.0.0.1, redis-server, moto, timers (Ctrl-C stops it)",
+        help="deploy template.yaml on the embedded AWS emulator, API on 127.0.0.1 (Ctrl-C stops it)",
         description=__doc__,
     )
     dev.add_argument("--port", type=int, default=int(env.get("HOOKLINE_DEV_PORT", defaults.port)))
@@ -33,8 +35,29 @@ def add_dev_commands(commands: Any) -> None:
     dev.add_argument(
         "--aws-port",
         type=int,
-        default=int(env.get("HOOKLINE_DEV_AWS_PORT", defaults.aws_port)),
-        help="moto's port (ignored when HOOKLINE_AWS_ENDPOINT names another endpoint, e.g. LocalStack)",
+        default=int(env["HOOKLINE_DEV_AWS_PORT"]) if env.get("HOOKLINE_DEV_AWS_PORT") else None,
+        help="the AWS emulator's port (4566; moto's 5055 with --hand-wired); ignored when "
+        "HOOKLINE_AWS_ENDPOINT names another endpoint, e.g. LocalStack",
+    )
+    dev.add_argument(
+        "--hand-wired",
+        action="store_true",
+        default=env.get("HOOKLINE_DEV_STACK") == "hand-wired",
+        help="run the previous stack instead: the functions imported in-process behind a hand-written "
+        "gateway and timers, on moto (HOOKLINE_DEV_STACK=hand-wired)",
+    )
+    dev.add_argument(
+        "--parameter",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a template parameter for the deployment, e.g. ApiRateLimitPerS=1000 (repeatable)",
+    )
+    dev.add_argument(
+        "--refuse-loopback",
+        action="store_true",
+        help="refuse callbacks to loopback and private addresses, as in AWS (AllowLoopback=false); "
+        "the request bin then receives nothing",
     )
     dev.add_argument(
         "--state-dir",
@@ -60,32 +83,56 @@ def add_dev_commands(commands: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     # The stack sends what the functions print to its log; this command's own output stays here.
     console = sys.stdout
-    stack = LocalStack(
-        StackOptions(
-            port=args.port,
-            redis_port=args.redis_port,
-            aws_port=args.aws_port,
-            aws_endpoint=os.environ.get("HOOKLINE_AWS_ENDPOINT") or None,
-            state_dir=args.state_dir.resolve(),
-            max_executors=args.max_executors,
-            api_sandboxes=args.api_sandboxes,
-        ),
-        report=lambda line: print(line, file=console, flush=True),
-    )
+
+    def report(line: str) -> None:
+        print(line, file=console, flush=True)
+
+    stack: LocalStack | DeployedStack
+    endpoint = os.environ.get("HOOKLINE_AWS_ENDPOINT") or None
+    if args.hand_wired:
+        stack = LocalStack(
+            StackOptions(
+                port=args.port,
+                redis_port=args.redis_port,
+                aws_port=args.aws_port or StackOptions.aws_port,
+                aws_endpoint=endpoint,
+                state_dir=args.state_dir.resolve(),
+                max_executors=args.max_executors,
+                api_sandboxes=args.api_sandboxes,
+                allow_loopback=not args.refuse_loopback,
+            ),
+            report=report,
+        )
+    else:
+        stack = DeployedStack(
+            DeployedOptions(
+                port=args.port,
+                redis_port=args.redis_port,
+                aws_port=args.aws_port or DeployedOptions.aws_port,
+                aws_endpoint=endpoint,
+                state_dir=args.state_dir.resolve(),
+                allow_loopback=not args.refuse_loopback,
+                parameters=dict(_parameter(text) for text in args.parameter),
+            ),
+            report=report,
+        )
     stop = threading.Event()
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
+    # Installed before anything starts: a Ctrl-C during start-up stops the stack once it is up, with no
+    # KeyboardInterrupt raised in the middle of a deployment.
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     print("starting the Hookline local stack ...", file=console, flush=True)
     try:
         stack.start()
-    except ServiceError as error:
+    except (ServiceError, DeployError) as error:
         print(f"hookline dev: {error}", file=sys.stderr, flush=True)
         return 1
-    print(banner(stack), file=console, flush=True)
+    text = banner(stack) if isinstance(stack, LocalStack) else deployed_banner(stack)
+    print(text, file=console, flush=True)
     stop.wait()
     print("stopping ...", file=console, flush=True)
     stack.stop()
@@ -119,6 +166,51 @@ Hookline local stack is running (pid {pids["hookline dev"]}); Ctrl-C stops it.
   signing secret  {stack.signing_secret}
   environment     {env_file}  (for the CLI: set -a; . {env_file}; set +a; hookline keys list)
   function logs   {_shown_path(stack.function_log)}
+
+Schedule a callback to the request bin, 2 s from now:
+
+  curl -s {stack.api_url}/v1/jobs -H 'Authorization: Bearer {stack.api_key}' \\
+    -H 'Content-Type: application/json' -d '{job}'
+
+See it arrive (with "signature_valid": true):
+
+  curl -s {stack.api_url}{SINK_PATH}
+"""
+
+
+def _parameter(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise SystemExit(f"hookline dev: --parameter takes NAME=VALUE, not {text!r}")
+    return name, value
+
+
+def deployed_banner(stack: DeployedStack) -> str:
+    """Returns the start-up text of the deployed stack: the stack's own outputs, the key, a request."""
+    assert stack.deployed is not None
+    deployed, pids = stack.deployed, stack.pids
+    env_file = _shown_path(stack.env_file)
+    job = json.dumps({"url": f"{stack.api_url}{SINK_PATH}", "body": {"hello": "world"}, "delay_s": 2})
+    emulator = f"emulator pid {pids['emulator']}" if "emulator" in pids else "external endpoint"
+    loopback = "refused (--refuse-loopback)" if not stack.options.allow_loopback else "allowed"
+    functions = ", ".join(sorted(deployed.functions.values()))
+    return f"""
+Hookline is running (pid {pids["hookline dev"]}), deployed from template.yaml as stack \
+{deployed.stack_name} in {stack.started_in_s:.1f} s; Ctrl-C stops it.
+
+  ApiUrl     {deployed.outputs["ApiUrl"]}  (the stack's output)
+  on AWS emulation  {deployed.api_url}
+  API        {stack.api_url}  (forwards to it; request bin at {SINK_PATH})
+  dashboard  {stack.api_url}/dashboard  (sign in with the API key below)
+  AWS        {stack.environment["HOOKLINE_AWS_ENDPOINT"]}  ({emulator}; log {_shown_path(stack.emulator_log)})
+  Redis      {stack.environment["HOOKLINE_REDIS_URL"]}  (redis pid {pids["redis"]}; RedisUrlOverride)
+  functions  {functions}
+  loopback callbacks {loopback}
+
+  tenant          {DEV_TENANT}
+  API key         {stack.api_key}
+  signing secret  {stack.signing_secret}
+  environment     {env_file}  (for the CLI: set -a; . {env_file}; set +a; hookline keys list)
 
 Schedule a callback to the request bin, 2 s from now:
 

@@ -21,8 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+from hookline_local.http_body import BodyError, read_body
 
 logger = logging.getLogger(__name__)
 
@@ -256,11 +258,19 @@ class Gateway:
         return to_http_response(result)
 
 
+class RequestHandler(Protocol):
+    """Answers requests: the gateway, or the forwarder in front of a deployed API."""
+
+    def handle(self, request: HttpRequest) -> HttpResponse:
+        """Answers one request."""
+        ...
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     # The default backlog of 5 refuses connections under a burst of submits.
     request_queue_size = 128
-    gateway: Gateway
+    gateway: RequestHandler
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Ignores clients that hung up; reports anything else."""
@@ -278,15 +288,21 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        request = HttpRequest(
-            method=self.command,
-            target=self.path,
-            headers=list(self.headers.items()),
-            body=self.rfile.read(length) if length else b"",
-            source_ip=self.client_address[0],
-        )
-        response = self.server.gateway.handle(request)
+        try:
+            body = read_body(self.rfile, self.headers)
+        except BodyError as error:
+            # The rest of the body is unread and would be taken for the next request: close instead.
+            self.close_connection = True
+            response = HttpResponse.json(error.status, {"message": str(error)}, [("Connection", "close")])
+        else:
+            request = HttpRequest(
+                method=self.command,
+                target=self.path,
+                headers=list(self.headers.items()),
+                body=body,
+                source_ip=self.client_address[0],
+            )
+            response = self.server.gateway.handle(request)
         self.send_response(response.status)
         for name, value in response.headers:
             self.send_header(name, value)
@@ -303,9 +319,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class GatewayServer:
-    """Serves a Gateway over HTTP on a loopback address in a background thread."""
+    """Serves a Gateway (or another RequestHandler) over HTTP on a loopback address in a background thread."""
 
-    def __init__(self, gateway: Gateway, host: str = "127.0.0.1", port: int = 3000) -> None:
+    def __init__(self, gateway: RequestHandler, host: str = "127.0.0.1", port: int = 3000) -> None:
         """Binds the socket (raises OSError when the port is taken); serving starts with start()."""
         self._server = _Server((host, port), _Handler)
         self._server.gateway = gateway

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import multiprocessing
+import signal
 import sys
 import time
 import uuid
@@ -159,6 +160,9 @@ _sandbox: LambdaFunction | None = None
 def _start_sandbox(spec: FunctionSpec) -> None:
     """Loads the function in a fresh worker process (its cold start); the environment is inherited."""
     global _sandbox  # noqa: PLW0603 - one function per sandbox process, as in Lambda
+    # A terminal's Ctrl-C reaches the whole process group, sandboxes included; they would die printing a
+    # KeyboardInterrupt traceback each. `hookline dev` stops them itself (SandboxPool.close).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # What the function prints goes to the stack's function log, as Lambda sends it to CloudWatch Logs.
     sys.stdout = spec.log_path.open("a", encoding="utf-8", buffering=1)
     warnings.filterwarnings("ignore", message="No application metrics to publish")

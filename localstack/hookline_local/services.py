@@ -7,6 +7,7 @@ PR_SET_PDEATHSIG, so a `hookline dev` killed with SIGKILL does not leave them ru
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -23,6 +24,7 @@ import redis
 
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
+GROUP_GRACE_S = 1.0
 PR_SET_PDEATHSIG = 1
 INSTALL_HINT = (
     "redis-server was not found. Install it (Debian/Ubuntu: sudo apt-get install redis-server; "
@@ -65,8 +67,23 @@ def _die_with_parent() -> None:
 class ChildProcess:
     """A started service process and how to stop it."""
 
-    def __init__(self, name: str, args: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: list[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        whole_group: bool = False,
+    ) -> None:
+        """Starts the process in a new session (its own process group), output to log_path.
+
+        Args:
+            whole_group: Stop the child's whole process group, not only the child: for a child that
+                starts workers of its own (the emulator's Lambda workers), which would otherwise
+                outlive it while an invocation runs.
+        """
         self.name = name
+        self._whole_group = whole_group
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("wb") as log:  # one run per log: a restart starts it afresh
             self._process = subprocess.Popen(
@@ -90,6 +107,9 @@ class ChildProcess:
 
     def stop(self) -> None:
         """Sends SIGTERM, waits, and SIGKILLs a process that does not exit in time."""
+        if self._whole_group:
+            self._stop_group()
+            return
         if self._process.poll() is None:
             self._process.terminate()
             try:
@@ -97,6 +117,44 @@ class ChildProcess:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait(timeout=STOP_TIMEOUT_S)
+
+    def _stop_group(self) -> None:
+        # The child leads its session, so its process group id is its pid, and the group outlives it
+        # while any worker it started runs: signal the group, not the pid.
+        group = self._process.pid
+        # The emulator keeps nothing worth a graceful exit, and its server waits for kept-alive
+        # connections when terminated: a short grace, then SIGKILL for the whole group.
+        for sig, grace_s in ((signal.SIGTERM, GROUP_GRACE_S), (signal.SIGKILL, STOP_TIMEOUT_S)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, sig)
+            end = time.monotonic() + grace_s
+            while time.monotonic() < end and _group_alive(group):
+                self._process.poll()  # reaps the child itself; its workers are reaped by init
+                time.sleep(0.05)
+            if not _group_alive(group):
+                break
+        self._process.poll()
+
+
+def _group_alive(group: int) -> bool:
+    """Tells whether any process of the group still runs; zombies count as gone (a worker orphaned by the
+    emulator's exit may wait as a zombie for a parent that does not reap it, as in some containers)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # it ended meanwhile
+        # After the command: state, ppid, pgrp.
+        if int(fields[2]) == group and fields[0] != "Z":
+            return True
+    return False
 
 
 def find_redis_server(install: bool = True) -> str:

@@ -58,6 +58,8 @@ class StackOptions:
         api_sandboxes: Worker processes serving the API function, each one request at a time; one per
             CPU (2 to 4): more only share the same cores and each costs a cold start.
         install_redis: Whether a missing redis-server may be installed.
+        allow_loopback: Whether callbacks may go to loopback (the request bin); False applies the
+            SSRF policy of a deployment.
     """
 
     port: int = 3000
@@ -68,6 +70,7 @@ class StackOptions:
     max_executors: int = 4
     api_sandboxes: int = field(default_factory=lambda: min(4, max(2, os.cpu_count() or 2)))
     install_redis: bool = True
+    allow_loopback: bool = True
 
 
 @dataclass
@@ -141,7 +144,7 @@ class LocalStack:
         warnings.filterwarnings("ignore", message="No application metrics to publish")
         # What functions print (Powertools' JSON logs) goes where Lambda sends it, to a log, not the
         # console; Powertools' Logger binds sys.stdout when a function module is imported.
-        self._function_log = self.function_log.open("w", encoding="utf-8", buffering=1)
+        self._function_log = open_function_log(self.function_log)
         self._console = sys.stdout
         sys.stdout = self._function_log
         self._start_functions(template, template_path.parent)
@@ -232,13 +235,24 @@ class LocalStack:
             self._function_log = None
 
 
+def open_function_log(path: Path) -> TextIO:
+    """Empties the function log and opens it for appending, as every sandbox process does.
+
+    Every writer must append (O_APPEND): a writer that keeps its own offset ("w") writes over the lines
+    the sandboxes appended meanwhile, and the log loses them.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")  # one run per log
+    return path.open("a", encoding="utf-8", buffering=1)
+
+
 def stack_environment(options: StackOptions, aws_endpoint: str) -> dict[str, str]:
     """Returns the variables the functions read (as template.yaml sets them in AWS), for this stack."""
     settings = Settings.from_env()  # table names and tunables the user exported are kept
     env = {
         "HOOKLINE_REDIS_URL": f"redis://127.0.0.1:{options.redis_port}/0",
         "HOOKLINE_AWS_ENDPOINT": aws_endpoint,
-        "HOOKLINE_ALLOW_LOOPBACK": "true",
+        "HOOKLINE_ALLOW_LOOPBACK": "true" if options.allow_loopback else "false",
         "HOOKLINE_JOBS_TABLE": settings.jobs_table,
         "HOOKLINE_EXECUTIONS_TABLE": settings.executions_table,
         "HOOKLINE_API_KEYS_TABLE": settings.api_keys_table,

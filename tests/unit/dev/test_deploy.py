@@ -1,0 +1,87 @@
+"""The deploy step's pure parts: packaging, the API URL on an emulator, first ticks, parameters."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from hookline_local.deploy import (
+    DeployError,
+    endpoint_api_url,
+    package,
+    scheduled_functions,
+    zip_directory,
+)
+from hookline_local.deployed import stack_parameters
+from hookline_local.stack import StackOptions, stack_environment
+from hookline_local.template import find_template, load_template
+
+
+def test_given_api_url_output_when_mapped_then_emulator_execute_api_path_with_stage() -> None:
+    url = endpoint_api_url(
+        "https://0a1b2c3d.execute-api.us-east-1.amazonaws.com/dev", "http://127.0.0.1:4566/"
+    )
+
+    assert url == "http://127.0.0.1:4566/_aws/execute-api/0a1b2c3d/dev"
+
+
+def test_given_output_that_is_not_an_api_url_when_mapped_then_deploy_error() -> None:
+    with pytest.raises(DeployError):
+        endpoint_api_url("http://127.0.0.1:3000", "http://127.0.0.1:4566")
+
+
+def test_given_template_then_the_scheduled_functions_are_promote_execute_and_reap() -> None:
+    assert scheduled_functions(load_template(find_template())) == [
+        "PromoteFunction",
+        "ExecuteFunction",
+        "ReapFunction",
+    ]
+
+
+def test_given_function_folder_when_zipped_then_relative_paths_without_pycache(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "app.py").write_text("handler = None\n")
+    (tmp_path / "pkg" / "mod.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"\0")
+
+    names = zipfile.ZipFile(io.BytesIO(zip_directory(tmp_path))).namelist()
+
+    assert names == ["app.py", "pkg/mod.py"]
+
+
+@pytest.mark.usefixtures("fake_aws_credentials")
+def test_given_artifacts_when_packaged_then_uris_name_uploaded_objects_and_the_source_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    template = load_template(find_template())
+    (tmp_path / "app.py").write_text("def handler(event, context): return event\n")
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        packaged = package(template, {"SubmitFunction": tmp_path, "CoreLayer": tmp_path}, s3, "artifacts")
+
+        code_uri = packaged["Resources"]["SubmitFunction"]["Properties"]["CodeUri"]
+        content_uri = packaged["Resources"]["CoreLayer"]["Properties"]["ContentUri"]
+        keys = {item["Key"] for item in s3.list_objects_v2(Bucket="artifacts")["Contents"]}
+
+    assert code_uri.startswith("s3://artifacts/SubmitFunction-") and code_uri.endswith(".zip")
+    assert {code_uri.removeprefix("s3://artifacts/"), content_uri.removeprefix("s3://artifacts/")} == keys
+    assert template["Resources"]["SubmitFunction"]["Properties"]["CodeUri"] == "functions/submit/"
+
+
+def test_given_refuse_loopback_then_both_stacks_deploy_with_loopback_callbacks_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("HOOKLINE_ALLOW_LOOPBACK", raising=False)
+
+    deployed = stack_parameters("redis://127.0.0.1:6390/0", "http://127.0.0.1:4566", allow_loopback=False)
+    hand_wired = stack_environment(StackOptions(allow_loopback=False), "http://127.0.0.1:5055")
+
+    assert deployed["AllowLoopback"] == "false"
+    assert deployed["CreateNat"] == "false"
+    assert hand_wired["HOOKLINE_ALLOW_LOOPBACK"] == "false"
+    assert stack_parameters("redis://x", "http://y", allow_loopback=True)["AllowLoopback"] == "true"
