@@ -55,6 +55,7 @@ def test_given_example_receiver_when_a_job_is_delivered_then_it_verifies_and_han
     )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(forged, timeout=5)
+    refused.value.close()  # an HTTPError holds the open response: close its socket, not the GC
 
     assert handled == [{"order": 42}]
     attempts = api.acme.get(f"/v1/jobs/{job['id']}/executions").json()["executions"]
