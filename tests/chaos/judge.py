@@ -110,6 +110,7 @@ def _context(
             lateness[min(len(lateness) - 1, len(lateness) * 99 // 100)],
             lateness[-1],
         ]
+        summary.extra["worst_lateness_s_by_due_5s"] = _timeline(world, grouped)
     summary.extra["answers"] = {str(k): v for k, v in sorted(world.answers.items())}
     unaccepted = [job for job_id, job in stored.items() if job_id not in world.expected]
     if unaccepted:
@@ -140,6 +141,18 @@ def check(summary: Summary) -> Summary:
     if summary.submitted == 0:
         summary.failures.append("no job was accepted")
     return summary
+
+
+def _timeline(world: World, grouped: dict[str, list[Delivery]]) -> dict[str, float]:
+    """Returns the worst first-delivery lateness per 5 s of due time, from the first due time on."""
+    first_due = min(e.due_ms for e in world.expected.values())
+    worst: dict[int, int] = {}
+    for job_id, expectation in world.expected.items():
+        if grouped.get(job_id):
+            bucket = (expectation.due_ms - first_due) // 5000 * 5
+            late = grouped[job_id][0].arrival_ms - expectation.due_ms
+            worst[bucket] = max(worst.get(bucket, late), late)
+    return {f"+{bucket:03d}s": round(late / 1000, 1) for bucket, late in sorted(worst.items())}
 
 
 def _describe(job: Job, deliveries: list[Delivery]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from hookline.adapters.redis import keys as redis_keys
 from hookline.domain.models import Job, Member
 from tests.chaos.fleet import Slot, consumer_pid
@@ -52,8 +54,13 @@ def redis_holds(world: World, job: Job) -> str:
     return f"due {due}, in flight since {inflight}"
 
 
-def busiest_executor(world: World) -> Slot:
-    """Returns the live execute slot with the most pending entries."""
-    live = [slot for slot in world.fleet.executors() if slot.child is not None and slot.child.alive()]
+def busiest_executor(world: World, wait_s: float = 15.0) -> Slot:
+    """Returns the running execute slot with the most pending entries (waiting for one to run)."""
+    end = time.monotonic() + wait_s
+    while True:
+        live = [slot for slot in world.fleet.executors() if slot.child is not None and slot.child.alive()]
+        if live or time.monotonic() > end:
+            break
+        world.sleep(0.1)
     assert live, "no executor is running"
     return max(live, key=lambda slot: len(pending_of(world, slot.child.pid)) if slot.child else 0)
