@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: all install lint types template test test-unit test-integration test-e2e run sam-check clean
+.PHONY: all install lint types template test test-unit test-integration test-e2e test-chaos run sam-check clean
 
 all: test
 
@@ -38,6 +38,9 @@ test-integration: $(STAMP)
 
 test-e2e: $(STAMP)  ## the local stack driven over HTTP, as `make run` starts it
 	$(BIN)/pytest tests/e2e
+
+test-chaos: $(STAMP)  ## the fault suite: handler processes killed, Redis flushed, AWS cut (HOOKLINE_CHAOS_SCALE)
+	$(BIN)/pytest tests/chaos
 
 run: $(STAMP)  ## the whole stack on this machine: API on 127.0.0.1:3000, redis-server, moto, timers
 	$(BIN)/hookline dev
