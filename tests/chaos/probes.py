@@ -54,13 +54,21 @@ def redis_holds(world: World, job: Job) -> str:
     return f"due {due}, in flight since {inflight}"
 
 
-def busiest_executor(world: World, wait_s: float = 15.0) -> Slot:
-    """Returns the running execute slot with the most pending entries (waiting for one to run)."""
+def busiest_executor(world: World, wait_s: float = 15.0, busy_within_s: float = 3.0) -> Slot:
+    """Returns the running execute slot with the most pending entries.
+
+    Waits up to wait_s for an executor to run at all, and then up to busy_within_s for one to hold
+    work, so that a kill lands on deliveries in flight rather than on an idle moment.
+    """
     end = time.monotonic() + wait_s
+    busy_end: float | None = None
     while True:
         live = [slot for slot in world.fleet.executors() if slot.child is not None and slot.child.alive()]
-        if live or time.monotonic() > end:
-            break
-        world.sleep(0.1)
-    assert live, "no executor is running"
-    return max(live, key=lambda slot: len(pending_of(world, slot.child.pid)) if slot.child else 0)
+        if live:
+            held = {slot.name: len(pending_of(world, slot.child.pid)) for slot in live if slot.child}
+            busy_end = busy_end or time.monotonic() + busy_within_s
+            if max(held.values()) > 0 or time.monotonic() > busy_end:
+                return max(live, key=lambda slot: held[slot.name])
+        if time.monotonic() > end:
+            raise AssertionError("no executor is running")
+        world.sleep(0.05)

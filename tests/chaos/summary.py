@@ -98,8 +98,13 @@ class Summary:
 
 
 def seconds(value: float) -> str:
-    """Formats a figure in seconds; infinity (it never happened within the wait) as "never"."""
-    return "never" if value == float("inf") else f"{value:.1f} s"
+    """Formats a figure in seconds; infinity (it did not happen within the wait) as "never"."""
+    return "never (not within the wait)" if value == float("inf") else f"{value:.1f} s"
+
+
+def missed(label: str, value: float, target_s: float) -> str:
+    """Words a figure that missed its target, for a summary's failures."""
+    return f"{label}: {seconds(value)} (target {target_s:g} s)"
 
 
 def write_json(summaries: list[Summary], scale: float) -> Path:

@@ -16,7 +16,7 @@ from tests.chaos import receivers
 from tests.chaos.judge import check, summarize, undelivered_at, worst_lateness_s
 from tests.chaos.probes import pending_total
 from tests.chaos.receivers import now_ms
-from tests.chaos.summary import RECOVERY_TARGET_S, Summary, seconds
+from tests.chaos.summary import RECOVERY_TARGET_S, Summary, missed
 from tests.chaos.world import EXTRA_WAIT_S, SCALE, Options, World, scaled
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(int(200 + EXTRA_WAIT_S + 60 * SCALE))]
@@ -65,7 +65,7 @@ def test_aws_endpoint_unreachable_for_15_s(make_world: MakeWorld, record: Record
     check(summary)
     if summary.aws_recovery_s is not None and summary.aws_recovery_s > RECOVERY_TARGET_S:
         summary.failures.append(
-            f"jobs due during the cut fired up to {seconds(summary.aws_recovery_s)} after it ended"
+            missed("jobs due during the cut, late after it ended", summary.aws_recovery_s, RECOVERY_TARGET_S)
         )
     record(summary)
     assert summary.passed, summary.line()

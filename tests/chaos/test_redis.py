@@ -14,7 +14,7 @@ from tests.chaos import receivers
 from tests.chaos.judge import check, summarize, undelivered_at, worst_lateness_s
 from tests.chaos.probes import pending_total
 from tests.chaos.receivers import now_ms
-from tests.chaos.summary import PROMOTION_TARGET_S, RECOVERY_TARGET_S, Summary, seconds
+from tests.chaos.summary import PROMOTION_TARGET_S, RECOVERY_TARGET_S, Summary, missed
 from tests.chaos.world import EXTRA_WAIT_S, SCALE, Options, World, scaled
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(int(180 + EXTRA_WAIT_S + 60 * SCALE))]
@@ -45,10 +45,12 @@ def judge_redis_fault(
     check(summary)
     if summary.late_after_redis_s is not None and summary.late_after_redis_s > PROMOTION_TARGET_S:
         summary.failures.append(
-            f"jobs Redis held fired up to {seconds(summary.late_after_redis_s)} after it answered"
+            missed("jobs Redis held, late after it answered", summary.late_after_redis_s, PROMOTION_TARGET_S)
         )
     if summary.rebuild_s is not None and summary.rebuild_s > RECOVERY_TARGET_S:
-        summary.failures.append(f"jobs Redis lost fired up to {seconds(summary.rebuild_s)} after it answered")
+        summary.failures.append(
+            missed("jobs Redis lost, late after it answered", summary.rebuild_s, RECOVERY_TARGET_S)
+        )
 
 
 def run_loss(make_world: MakeWorld, record: Record, name: str, harm: Callable[[World], int]) -> None:
