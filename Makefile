@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 EMU_VENV := .venv-emu
 EMU_STAMP := $(EMU_VENV)/.installed
 
-.PHONY: all install lint types template test test-unit test-integration test-e2e run sam-check clean
+.PHONY: all install lint types template test test-unit test-integration test-e2e test-chaos run sam-check clean
 
 all: test
 
@@ -48,6 +48,9 @@ test-integration: $(STAMP)
 
 test-e2e: $(STAMP) $(EMU_STAMP)  ## the stacks `make run` starts, driven over HTTP
 	$(BIN)/pytest tests/e2e
+
+test-chaos: $(STAMP)  ## the fault suite: handler processes killed, Redis flushed, AWS cut (HOOKLINE_CHAOS_SCALE)
+	$(BIN)/pytest tests/chaos
 
 run: $(STAMP) $(EMU_STAMP)  ## template.yaml deployed on the embedded emulator; API on 127.0.0.1:3000
 	$(BIN)/hookline dev
