@@ -114,7 +114,7 @@ def stream_100mb() -> Behaviour:
 
 
 def redirect(elsewhere: str, name: str, final_status: str) -> Behaviour:
-    """Answers 302 to `elsewhere` (another origin: refused and dead; this origin: followed, succeeds).
+    """Answers 302 to `elsewhere`; the client follows no redirect, so the job ends dead either way.
 
     "{elsewhere}" in the location stands for the origin of the world's second receiver.
     """

@@ -106,13 +106,15 @@ def test_receiver_streaming_100_mb(make_world: MakeWorld, record: Record) -> Non
 
 
 def test_receiver_redirecting_elsewhere(make_world: MakeWorld, record: Record) -> None:
-    """A 302 to another origin is refused (dead, nothing reaches it); one to the same origin is followed."""
+    """A 302 is never followed, to another origin or this one: the job is dead (`redirect_refused`)."""
     # The other origin is a live receiver, so a redirect followed there would be seen, not just fail.
     away = receivers.redirect("{elsewhere}/stolen", "redirect_away", "dead")
-    same = receivers.redirect("/landing/here", "redirect_same", "succeeded")
+    same = receivers.redirect("/landing/here", "redirect_same", "dead")
     world, summary = run(make_world, "receiver_redirects", [away, same], scaled(10))
     summary.extra["same_origin_hops"] = len(world.receiver.hops)
     if world.elsewhere.count():
         summary.failures.append(f"{world.elsewhere.count()} requests followed a redirect to another origin")
+    if world.receiver.hops:
+        summary.failures.append(f"{len(world.receiver.hops)} requests followed a redirect to this origin")
     record(summary)
     assert summary.passed, summary.line()

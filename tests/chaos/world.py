@@ -22,6 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import boto3
+from botocore.config import Config
+
 from hookline.adapters.dynamo import codec, tables
 from hookline.api import context
 from hookline.domain.constants import DEFAULT_MAX_ATTEMPTS
@@ -163,6 +166,16 @@ class World:
         self.settings = Settings.from_env(self.env)
         # The judge reads DynamoDB directly, never through the proxy it cuts.
         self.judge = Container(replace(self.settings, aws_endpoint_url=moto.url), consumer="chaos-judge")
+        # The judge reads every job at the end, from an emulator a scenario may have left busy: it gets
+        # patient timeouts, not the handlers' short ones (those are part of what is tested).
+        self.judge.__dict__["dynamodb"] = boto3.client(
+            "dynamodb",
+            endpoint_url=moto.url,
+            region_name=self.settings.aws_region,
+            config=Config(
+                connect_timeout=10, read_timeout=120, retries={"mode": "standard", "max_attempts": 5}
+            ),
+        )
         self._closers.append(self.judge.close)
         create_tables(self.judge.dynamodb, load_template(), table_names(self.settings))
         # The in-process API logs every Redis or DynamoDB failure with its traceback: dozens per outage,
