@@ -27,6 +27,11 @@ class CancellingTransactions:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
+    def plan(self, reason: str, count: int = 1, at: int = -1) -> None:
+        """Cancels the next count transactions with reason at item index at (-1: the last item)."""
+        with self._lock:
+            self._reason, self._at, self.remaining = reason, at, count
+
     def transact_write_items(self, **kwargs: Any) -> Any:
         """Cancels the call while faults remain, else passes it on."""
         items = kwargs["TransactItems"]
