@@ -93,20 +93,22 @@ class World:
             redis = self.redis(consumer)
             for shard in range(self.shards):
                 redis.ensure_group(shard)
-            executor = Executor(
-                self.store,
-                redis,
-                redis,
-                redis,
-                self.clock,
-                self.callbacks,
-                StaticSecrets(),
-                self.metrics,
-                list(range(self.shards)),
-                concurrency=4,
-                rng=random.Random(7),
-                **{"timing": TIMING, "max_deliveries": MAX_DELIVERIES, **options},
-            )
+            parts: dict[str, Any] = {
+                "store": self.store,
+                "stream": redis,
+                "due": redis,
+                "limiters": redis,
+                "clock": self.clock,
+                "callbacks": self.callbacks,
+                "secrets": StaticSecrets(),
+                "metrics": self.metrics,
+                "shards": list(range(self.shards)),
+                "concurrency": 4,
+                "rng": random.Random(7),
+                "timing": TIMING,
+                "max_deliveries": MAX_DELIVERIES,
+            }
+            executor = Executor(**{**parts, **options})
             self._executors[consumer] = (redis, executor)
         return self._executors[consumer][1]
 
