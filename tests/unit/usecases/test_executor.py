@@ -22,6 +22,7 @@ from tests.fakes.callbacks import Step, ok, response, timeout, unsafe_url
 from tests.fakes.faults import DynamoUnavailable, ScriptError, redis_down
 from tests.unit.usecases.world import (
     LEASE_MS,
+    MAX_DELIVERIES,
     REDELIVER_AFTER_MS,
     T0,
     TENANT,
@@ -651,3 +652,92 @@ def test_given_malformed_entry_on_the_stream_when_running_then_dead_lettered_and
     assert world.job(job).status is JobStatus.SUCCEEDED
     assert world.state() == idle_state(dead=[{"m": "", "reason": "malformed_entry", "at": str(T0)}])
     assert world.metrics.counts["MalformedEntries"] == 1
+
+
+# A claim that must wait (NotYet).
+
+
+def test_given_entry_ahead_of_its_due_time_when_read_then_put_off_until_then_without_an_attempt(
+    world: World,
+) -> None:
+    job = world.submit(delay_s=30)
+    world.index.index(job.member(), job.shard, T0, T0)  # a copy on the stream now (an early index)
+
+    assert world.drain() == [Disposition.DEFERRED]
+
+    after = world.job(job)
+    assert (after.status, after.attempt) == (JobStatus.SCHEDULED, 0)
+    assert world.callbacks.requests == []
+    assert world.state() == idle_state(due={member(job): T0 + 30_000}, wake=1)
+    assert world.metrics.counts["ClaimDeferred"] == 1
+    world.clock.set(T0 + 29_999)
+    assert world.promoter().tick().moved == 0
+    world.clock.set(T0 + 30_000)
+    world.promoter().tick()
+    assert world.drain() == [Disposition.SUCCEEDED]
+    assert attempt_headers(world) == ["1"]
+
+
+# Recovery inside the executor's loop (no reaper needed).
+
+
+def crash_reading(world: World, consumer: str = "doomed") -> None:
+    """Makes consumer read every ready entry and die holding them."""
+    doomed = world.redis(consumer)
+    doomed.ensure_group(0)
+    doomed.read_ready([0], 100, 0)
+
+
+def test_given_entry_of_a_crashed_executor_when_another_runs_then_it_redelivers_it_itself_and_delivers(
+    world: World,
+) -> None:
+    job = world.submit()
+    crash_reading(world)
+    world.clock.advance(REDELIVER_AFTER_MS)
+
+    processed = world.executor().run(deadline_ms=world.clock.now_ms() + 500, block_ms=100)
+
+    assert processed == 1
+    assert world.job(job).status is JobStatus.SUCCEEDED
+    assert world.metrics.counts["Redelivered"] == 1
+    assert world.state() == idle_state()
+
+
+def test_given_recovery_pass_meets_a_redis_blip_then_the_loop_goes_on_and_the_next_pass_recovers(
+    world: World,
+) -> None:
+    stranded = world.submit()
+    crash_reading(world)
+    world.clock.advance(REDELIVER_AFTER_MS)
+    start = world.clock.now_ms()
+    world.executor_redis().faults.fail("redeliver", on_call=1)
+    fresh = world.submit()
+
+    world.executor().run(deadline_ms=start + 3_000, block_ms=100)
+
+    assert world.metrics.counts["RecoveryErrors"] == 1
+    assert [world.job(j).status for j in (fresh, stranded)] == [JobStatus.SUCCEEDED] * 2
+    assert world.metrics.counts["Redelivered"] == 1  # by the pass recover_every_ms (2 s) later
+    assert world.state() == idle_state()
+
+
+def test_given_entry_out_of_deliveries_when_an_executor_recovers_then_the_job_is_dead_lettered(
+    world: World,
+) -> None:
+    job = world.submit()
+    for n in range(MAX_DELIVERIES - 1):
+        crash_reading(world, f"doomed{n}")
+        world.clock.advance(REDELIVER_AFTER_MS)
+        world.reap()
+    crash_reading(world, "doomed-last")
+    world.clock.advance(REDELIVER_AFTER_MS)
+    start = world.clock.now_ms()
+
+    assert world.executor().run(deadline_ms=start + 100, block_ms=100) == 0
+
+    after = world.job(job)
+    assert (after.status, after.last_error, after.attempt) == (JobStatus.DEAD, "deliveries_exhausted", 0)
+    assert world.state() == idle_state(
+        dead=[{"m": member(job), "reason": "deliveries_exhausted", "at": str(start)}]
+    )
+    assert world.callbacks.requests == []
