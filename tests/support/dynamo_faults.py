@@ -42,7 +42,7 @@ class CancellingTransactions:
                 self.cancelled += 1
         if not cancel:
             return self._client.transact_write_items(**kwargs)
-        reasons: list[dict[str, str]] = [{"Code": "None"} for _ in items]
+        reasons: list[Any] = [{"Code": "None"} for _ in items]  # botocore types them as its TypedDict
         reasons[self._at] = {"Code": self._reason, "Message": f"{self._reason} (injected)"}
         codes = ", ".join(reason["Code"] for reason in reasons)
         raise ClientError(
