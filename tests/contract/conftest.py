@@ -7,10 +7,14 @@ memory implements it, and RealRedisProbe reads the server.
 
 Time: the Redis roles take now_ms as an argument, but Redis reads its own clock for stream ids, idle times and
 expiry. `elapse(ms)` lets that much of that clock pass: it advances the fake's FrozenClock, and sleeps for the
-real server (only a few tests need it, for idle times of tens of milliseconds).
+real server (only a few tests need it, for idle times of tens of milliseconds). The times a role writes itself
+(a malformed entry's dead-letter time, a release's hold time) come from the backend's `clock`, the process's,
+a FrozenClock at NOW for both backends; what a role counts goes to the backend's `metrics`.
 
 DynamoDB: one set of tables on the session's moto server (no per-test reset, which costs a second or more);
-each test works in a tenant and a shard of its own.
+each test works in a tenant and a shard of its own. Transactions can be cancelled on purpose with a reason
+code (DynamoBackend.transactions.plan): tests/support/dynamo_faults.CancellingTransactions on the real client,
+the fake's own TransactionCancellations; the adapter's retries between them do not sleep.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import redis
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
+from hookline.adapters.dynamo.transactions import Transactions
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.index import RedisIndex
 from hookline.domain.clock import FrozenClock
@@ -41,24 +46,29 @@ from hookline.ports import (
     KeyReader,
     Limiters,
     ReadyStream,
+    RebuildMarkStore,
     ScheduleAdminStore,
     ScheduleStore,
 )
 from tests.fakes.index import FakeIndex
 from tests.fakes.jobs import FakeJobStore
 from tests.fakes.keys import FakeKeyStore
+from tests.fakes.metrics import RecordingMetrics
 from tests.fakes.redis_memory import RedisMemory
 from tests.fakes.schedules import FakeScheduleStore
 from tests.fakes.tables import JobsTables
 from tests.support.aws import make_tables
+from tests.support.dynamo_faults import CancellingTransactions
 
 GROUP = redis_keys.CONSUMER_GROUP
 EXECUTOR, REAPER = "executor", "reaper"
-LEASE_MARGIN_MS = 200
+LEASE_MS = 2_000
+# The process clock of the Redis roles (see the module docstring), the same in both backends.
+ROLE_CLOCK_MS = 10_000
 BACKENDS = ["fake", pytest.param("real", marks=pytest.mark.integration)]
 
 
-class RedisRoles(DueIndex, ReadyStream, Limiters, CronIndex, Protocol):
+class RedisRoles(DueIndex, ReadyStream, Limiters, CronIndex, RebuildMarkStore, Protocol):
     """Every Redis role over one connection, as RedisIndex and FakeIndex play them."""
 
 
@@ -95,6 +105,19 @@ class RedisProbe(Protocol):
 
     def delete_entry(self, key: str, entry_id: str) -> None:
         """XDELs an entry."""
+        ...
+
+    def string(self, key: str) -> str | None:
+        """Returns a string key's value."""
+        ...
+
+    def read_raw(self, key: str, group: str, consumer: str) -> list[str]:
+        """XREADGROUPs every new entry for consumer without decoding (an executor that died right after
+        its read); returns their ids."""
+        ...
+
+    def flush(self) -> None:
+        """Loses every key (FLUSHALL)."""
         ...
 
 
@@ -149,6 +172,20 @@ class RealRedisProbe:
         """XDELs an entry."""
         self._client.xdel(key, entry_id)
 
+    def string(self, key: str) -> str | None:
+        """Returns a string key's value."""
+        value = self._client.get(key)
+        return None if value is None else _text(value)
+
+    def flush(self) -> None:
+        """Loses every key (FLUSHALL)."""
+        self._client.flushall()
+
+    def read_raw(self, key: str, group: str, consumer: str) -> list[str]:
+        """XREADGROUPs every new entry for consumer without decoding; returns their ids."""
+        reply = self._client.xreadgroup(group, consumer, {key: ">"}, count=10_000)
+        return [_text(entry_id) for _, messages in reply or [] for entry_id, _ in messages]
+
 
 @dataclass
 class RedisBackend:
@@ -158,6 +195,8 @@ class RedisBackend:
     roles: Callable[[str], RedisRoles]
     probe: RedisProbe
     elapse: Callable[[int], None]
+    clock: FrozenClock
+    metrics: RecordingMetrics
 
     @property
     def executor(self) -> RedisRoles:
@@ -196,16 +235,26 @@ def wall_ms() -> int:
 @pytest.fixture(params=BACKENDS)
 def redis_backend(request: pytest.FixtureRequest) -> RedisBackend:
     """Yields the fake Redis, then a real redis-server (flushed)."""
+    clock, metrics = FrozenClock(ROLE_CLOCK_MS), RecordingMetrics()
     if request.param == "fake":
-        clock = FrozenClock(wall_ms())
-        memory = RedisMemory(clock)
-        return RedisBackend("fake", lambda consumer: FakeIndex(memory, consumer), memory, clock.advance)
+        redis_clock = FrozenClock(wall_ms())
+        memory = RedisMemory(redis_clock)
+        return RedisBackend(
+            "fake",
+            lambda consumer: FakeIndex(memory, consumer, clock=clock, metrics=metrics),
+            memory,
+            redis_clock.advance,
+            clock,
+            metrics,
+        )
     client: redis.Redis = request.getfixturevalue("redis_client")
     return RedisBackend(
         "real",
-        lambda consumer: RedisIndex(client, consumer=consumer),
+        lambda consumer: RedisIndex(client, consumer=consumer, clock=clock, metrics=metrics),
         RealRedisProbe(client),
         lambda ms: time.sleep(ms / 1000),
+        clock,
+        metrics,
     )
 
 
@@ -215,6 +264,17 @@ class JobStores(JobStore, JobAdminStore, Protocol):
 
 class ScheduleStores(ScheduleStore, ScheduleAdminStore, Protocol):
     """The schedule store in both roles."""
+
+
+class TransactionFaults(Protocol):
+    """Cancels the backend's next DynamoDB transactions with a reason code."""
+
+    remaining: int
+    cancelled: int
+
+    def plan(self, reason: str, count: int = 1, at: int = -1) -> None:
+        """Cancels the next count transactions with reason at item index at (-1: the last item)."""
+        ...
 
 
 class KeyStore(KeyReader, Protocol):
@@ -235,6 +295,7 @@ class DynamoBackend:
     keys: KeyStore
     tenant: str
     shard: int
+    transactions: TransactionFaults
 
 
 @pytest.fixture(scope="session")
@@ -266,23 +327,25 @@ def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
     shard = uuid.uuid4().int % 1_000_000 + 1_000
     if request.param == "fake":
         tables = JobsTables()
+        jobs = FakeJobStore(tables, lease_ms=LEASE_MS)
         yield DynamoBackend(
-            "fake",
-            FakeJobStore(tables, lease_margin_ms=LEASE_MARGIN_MS),
-            FakeScheduleStore(tables),
-            FakeKeyStore(),
-            tenant,
-            shard,
+            "fake", jobs, FakeScheduleStore(tables), FakeKeyStore(), tenant, shard, jobs.transactions
         )
         return
     settings, client = request.getfixturevalue("contract_tables")
+    cancelling = CancellingTransactions(client, "None", count=0)
     yield DynamoBackend(
         "real",
         DynamoJobStore(
-            client, settings.jobs_table, settings.executions_table, lease_margin_ms=LEASE_MARGIN_MS
+            cancelling,
+            settings.jobs_table,
+            settings.executions_table,
+            lease_ms=LEASE_MS,
+            transactions=Transactions(cancelling, sleep=lambda seconds: None),
         ),
         DynamoScheduleStore(client, settings.jobs_table),
         DynamoKeyStore(client, settings.api_keys_table),
         tenant,
         shard,
+        cancelling,
     )

@@ -174,6 +174,26 @@ def test_given_members_due_inflight_and_neither_when_asked_then_indexed_and_dept
     assert index.depth(1) == (0, 0)
 
 
+@pytest.mark.parametrize(
+    ("stale_before_ms", "want"),
+    [
+        pytest.param(None, [True, True, True], id="given_no_floor_then_every_in_flight_member_counts"),
+        pytest.param(NOW - 60_000, [True, True, True], id="given_floor_at_the_entry_time_then_counted"),
+        pytest.param(NOW - 59_999, [True, False, True], id="given_floor_after_an_entry_time_then_stale"),
+        pytest.param(NOW + 1, [True, False, False], id="given_floor_after_every_entry_then_only_due_counts"),
+    ],
+)
+def test_given_in_flight_member_older_than_the_floor_when_asked_then_not_counted_but_due_always_is(
+    redis_backend: RedisBackend, stale_before_ms: int | None, want: list[bool]
+) -> None:
+    index = redis_backend.executor
+    index.index(A, 0, NOW + 5_000, NOW)  # waiting in due
+    index.index(B, 0, NOW - 60_000, NOW - 60_000)  # in flight since long ago (its entry may be lost)
+    index.index(C, 0, NOW, NOW)  # in flight since NOW
+
+    assert index.indexed_members(0, [A, B, C], stale_before_ms=stale_before_ms) == want
+
+
 def test_given_tokens_on_two_shards_when_polled_then_both_taken(redis_backend: RedisBackend) -> None:
     index = redis_backend.executor
     index.index(A, 0, NOW + 1_000, NOW)

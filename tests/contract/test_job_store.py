@@ -1,7 +1,9 @@
 """JobStore and JobAdminStore contract: every named condition's accept and refuse cases, fake and moto alike.
 
 The expected job after each write is built from the job before it, so both backends must store exactly the
-same fields (the lease, the live index, the last status code and error, the attempt base).
+same fields (the lease, the live index, the last status code and error, the attempt base). Cancelled
+transactions and the live index's reads for reconciliation have their own modules (test_transactions.py,
+test_live_jobs.py).
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ import pytest
 
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
-from hookline.domain.errors import IdempotencyConflict, NotFound, StaleState
+from hookline.domain.errors import IdempotencyConflict, NotFound, NotYet, StaleState
 from hookline.domain.ids import new_id
 from hookline.domain.models import Execution, ExecutionOutcome, FlowControl, Job, JobStatus, Member
-from tests.contract.conftest import LEASE_MARGIN_MS, DynamoBackend
+from tests.contract.conftest import LEASE_MS, DynamoBackend
 
 NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 TIMEOUT_MS = 5_000
@@ -63,7 +65,7 @@ def running(job: Job, now_ms: int) -> Job:
     return job.with_changes(
         status=JobStatus.RUNNING,
         attempt=job.attempt + 1,
-        lease_expires_at_ms=now_ms + LEASE_MARGIN_MS + job.timeout_ms,
+        lease_expires_at_ms=now_ms + LEASE_MS,
         updated_ms=now_ms,
     )
 
@@ -78,11 +80,11 @@ def execution(job: Job, outcome: ExecutionOutcome, status_code: int | None) -> E
 def live_ids(backend: DynamoBackend, page: int = 100) -> list[str]:
     """Returns the ids in the backend shard's live index, paging through it."""
     ids: list[str] = []
-    start = None
+    cursor = None
     for _ in range(100):
-        jobs, start = backend.jobs.live_jobs(backend.shard, start, page)
+        jobs, cursor = backend.jobs.live_jobs(backend.shard, cursor, page)
         ids += [job.job_id for job in jobs]
-        if start is None:
+        if cursor is None:
             return ids
     raise AssertionError("live_jobs did not end")
 
@@ -170,7 +172,8 @@ def test_given_scheduled_job_when_claimed_then_running_under_a_lease(dynamo_back
 @pytest.mark.parametrize(
     ("lease_offset_ms", "claimable"),
     [
-        pytest.param(0, False, id="given_lease_expiring_exactly_now_then_still_held"),
+        pytest.param(-1, False, id="given_lease_ending_in_one_ms_then_not_yet"),
+        pytest.param(0, False, id="given_lease_expiring_exactly_now_then_not_yet"),
         pytest.param(1, True, id="given_lease_expired_one_ms_ago_then_taken_over"),
     ],
 )
@@ -182,13 +185,47 @@ def test_given_running_job_when_claimed_again_then_only_after_its_lease(
     now = first.lease_expires_at_ms + lease_offset_ms
 
     if not claimable:
-        with pytest.raises(StaleState):
+        with pytest.raises(NotYet) as refused:
             dynamo_backend.jobs.claim(first.member(), now)
+        assert refused.value.retry_at_ms == first.lease_expires_at_ms + 1
         assert dynamo_backend.jobs.get(first.tenant, first.job_id) == first
         return
     claim = dynamo_backend.jobs.claim(first.member(), now)
     assert claim == Claim(running(first, now), abandoned_attempt=1, abandoned_since_ms=NOW)
     assert dynamo_backend.jobs.get(first.tenant, first.job_id).attempt == 2
+
+
+@pytest.mark.parametrize(
+    ("now", "claimable"),
+    [
+        pytest.param(NOW + 999, False, id="given_one_ms_before_due_then_not_yet_until_the_due_time"),
+        pytest.param(NOW + 1_000, True, id="given_exactly_due_then_claimed"),
+    ],
+)
+def test_given_scheduled_job_due_later_when_claimed_then_only_from_its_due_time(
+    dynamo_backend: DynamoBackend, now: int, claimable: bool
+) -> None:
+    job = stored(dynamo_backend, due_ms=NOW + 1_000)
+
+    if not claimable:
+        with pytest.raises(NotYet) as refused:
+            dynamo_backend.jobs.claim(job.member(), now)
+        assert refused.value.retry_at_ms == NOW + 1_000
+        assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job
+        return
+    assert dynamo_backend.jobs.claim(job.member(), now) == Claim(running(job, now))
+
+
+def test_given_job_due_later_or_held_when_claimed_for_another_generation_then_stale_not_not_yet(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    later = stored(dynamo_backend, due_ms=NOW + 60_000, generation=2)
+    held = claimed(dynamo_backend, NOW)
+
+    for member in (Member(later.tenant, later.job_id, 1), Member(held.tenant, held.job_id, 2)):
+        with pytest.raises(StaleState):
+            dynamo_backend.jobs.claim(member, NOW + 1)
+    assert dynamo_backend.jobs.get(held.tenant, held.job_id) == held
 
 
 @pytest.mark.parametrize(
@@ -222,6 +259,60 @@ def test_given_finished_job_when_claimed_then_stale(dynamo_backend: DynamoBacken
 
     with pytest.raises(StaleState):
         dynamo_backend.jobs.claim(job.member(), NOW)
+
+
+# renew_lease: HELD_BY_ATTEMPT
+
+
+def test_given_attempt_holding_the_job_when_lease_renewed_then_only_the_lease_moves(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    job = claimed(dynamo_backend, NOW)
+    assert job.lease_expires_at_ms is not None
+    renewed_to = job.lease_expires_at_ms + 5_000
+
+    dynamo_backend.jobs.renew_lease(job, renewed_to)
+
+    # updated_ms still says when the attempt was claimed (a take-over records it as the attempt's start)
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job.with_changes(lease_expires_at_ms=renewed_to)
+    with pytest.raises(NotYet) as refused:
+        dynamo_backend.jobs.claim(job.member(), job.lease_expires_at_ms + 1)
+    assert refused.value.retry_at_ms == renewed_to + 1
+    taken = dynamo_backend.jobs.claim(job.member(), renewed_to + 1)
+    assert (taken.abandoned_attempt, taken.abandoned_since_ms) == (1, NOW)
+
+
+@pytest.mark.parametrize(
+    "stale_view",
+    [
+        pytest.param(lambda job: job.with_changes(attempt=job.attempt - 1), id="given_an_earlier_attempt"),
+        pytest.param(
+            lambda job: job.with_changes(generation=job.generation + 1), id="given_another_generation"
+        ),
+        pytest.param(lambda job: job.with_changes(job_id=new_id(NOW)), id="given_an_unknown_job"),
+    ],
+)
+def test_given_attempt_that_lost_the_job_when_lease_renewed_then_stale_and_unchanged(
+    dynamo_backend: DynamoBackend, stale_view: Callable[[Job], Job]
+) -> None:
+    first = claimed(dynamo_backend)
+    assert first.lease_expires_at_ms is not None
+    second = dynamo_backend.jobs.claim(first.member(), first.lease_expires_at_ms + 1).job
+
+    with pytest.raises(StaleState):
+        dynamo_backend.jobs.renew_lease(stale_view(second), NOW + 60_000)
+    assert dynamo_backend.jobs.get(first.tenant, first.job_id) == second
+
+
+def test_given_attempt_already_finished_when_lease_renewed_then_stale(dynamo_backend: DynamoBackend) -> None:
+    job = claimed(dynamo_backend)
+    dynamo_backend.jobs.finish(job, Finish(JobStatus.SUCCEEDED, 200, None), [], NOW + 5)
+    done = dynamo_backend.jobs.get(job.tenant, job.job_id)
+
+    with pytest.raises(StaleState):
+        dynamo_backend.jobs.renew_lease(job, NOW + 60_000)
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == done
+    assert live_ids(dynamo_backend) == []
 
 
 # finish: HELD_BY_ATTEMPT
@@ -318,22 +409,49 @@ def test_given_job_not_running_when_finished_then_stale(
     assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job
 
 
-# mark_dead: LIVE_IN_GENERATION
+# mark_dead: DEAD_LETTERABLE
 
 
-@pytest.mark.parametrize("claim_first", [False, True], ids=["given_scheduled_job", "given_running_job"])
-def test_given_live_job_of_the_generation_when_marked_dead_then_dead_with_reason(
-    dynamo_backend: DynamoBackend, claim_first: bool
+@pytest.mark.parametrize(
+    ("claim_first", "now"),
+    [
+        pytest.param(False, NOW + 7, id="given_scheduled_job"),
+        pytest.param(True, NOW + LEASE_MS + 1, id="given_running_job_whose_lease_expired"),
+    ],
+)
+def test_given_job_of_the_generation_nobody_holds_when_marked_dead_then_dead_with_reason(
+    dynamo_backend: DynamoBackend, claim_first: bool, now: int
 ) -> None:
     job = claimed(dynamo_backend) if claim_first else stored(dynamo_backend)
 
-    dynamo_backend.jobs.mark_dead(job.member(), "deliveries_exhausted", NOW + 7)
+    dynamo_backend.jobs.mark_dead(job.member(), "deliveries_exhausted", now)
 
     want = job.with_changes(
-        status=JobStatus.DEAD, last_error="deliveries_exhausted", updated_ms=NOW + 7, lease_expires_at_ms=None
+        status=JobStatus.DEAD, last_error="deliveries_exhausted", updated_ms=now, lease_expires_at_ms=None
     )
     assert dynamo_backend.jobs.get(job.tenant, job.job_id) == want
     assert live_ids(dynamo_backend) == []
+
+
+@pytest.mark.parametrize(
+    "lease_offset_ms",
+    [
+        pytest.param(-1, id="given_lease_ending_in_one_ms"),
+        pytest.param(0, id="given_lease_expiring_exactly_now"),
+    ],
+)
+def test_given_attempt_holding_its_lease_when_marked_dead_then_stale_and_the_attempt_keeps_the_job(
+    dynamo_backend: DynamoBackend, lease_offset_ms: int
+) -> None:
+    job = claimed(dynamo_backend)
+    assert job.lease_expires_at_ms is not None
+
+    with pytest.raises(StaleState):
+        dynamo_backend.jobs.mark_dead(
+            job.member(), "deliveries_exhausted", job.lease_expires_at_ms + lease_offset_ms
+        )
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job
+    assert live_ids(dynamo_backend) == [job.job_id]
 
 
 def test_given_job_moved_on_when_marked_dead_then_stale_and_unchanged(dynamo_backend: DynamoBackend) -> None:
@@ -416,22 +534,7 @@ def test_given_job_not_dead_when_replayed_then_stale_or_not_found(dynamo_backend
         dynamo_backend.jobs.replay(job.tenant, new_id(NOW), job.shard, NOW)
 
 
-# reads: live_jobs, list_jobs, executions
-
-
-def test_given_live_and_finished_jobs_when_live_index_paged_then_live_ones_in_due_order(
-    dynamo_backend: DynamoBackend,
-) -> None:
-    due_order = [stored(dynamo_backend, due_ms=NOW + offset) for offset in (500, 100, 300, 200, 400)]
-    stored(dynamo_backend, status=JobStatus.SUCCEEDED)
-    dynamo_backend.jobs.cancel(due_order[0].tenant, due_order[0].job_id, NOW)
-
-    first, start = dynamo_backend.jobs.live_jobs(dynamo_backend.shard, None, 3)
-    second, end = dynamo_backend.jobs.live_jobs(dynamo_backend.shard, start, 3)
-
-    assert [j.due_ms for j in first] == [NOW + 100, NOW + 200, NOW + 300]
-    assert [j.due_ms for j in second] == [NOW + 400]
-    assert start is not None and end is None
+# reads: list_jobs, executions
 
 
 def test_given_jobs_when_listed_then_newest_first_in_pages(dynamo_backend: DynamoBackend) -> None:

@@ -1,4 +1,9 @@
-"""Limiters contract (rate_limit.lua sliding windows, concurrency_acquire.lua semaphores), fake and real."""
+"""Limiters contract (rate_limit.lua sliding windows, concurrency_acquire.lua and concurrency_release.lua
+semaphores, both with queues of refused waiters), fake and real alike.
+
+Times are small numbers (ms); a release is timed on the backend's role clock, set by the tests that read
+the typical hold time it teaches.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from hookline.domain.delivery import LimiterVerdict, Slot
 from tests.contract.conftest import RedisBackend
 
 ADMIT = LimiterVerdict(True, 0)
+HELD = LimiterVerdict(True, 0, already_held=True)
 
 
 def refused(until_ms: int) -> LimiterVerdict:
@@ -70,16 +76,18 @@ def slot(token: str, name: str = "pool", tenant: str = "t") -> Slot:
     return Slot(tenant, name, token)
 
 
-def test_given_semaphore_full_then_refused_until_earliest_lease_and_holder_may_ask_again(
+def test_given_semaphore_full_then_refused_until_a_holders_expected_end_and_holder_asking_again_already_holds(
     redis_backend: RedisBackend,
 ) -> None:
     limiters = redis_backend.executor
     assert limiters.acquire_slot(slot("a"), 1_000, 2, 9_000) == ADMIT
     assert limiters.acquire_slot(slot("b"), 1_000, 2, 7_000) == ADMIT
 
-    assert limiters.acquire_slot(slot("c"), 1_500, 2, 9_500) == refused(7_000)
-    assert limiters.acquire_slot(slot("a"), 1_500, 2, 9_900) == ADMIT  # already holding: renewed
+    # Both started at 1 000 with the default 200 ms hold: overrunning, so expected as long again (300 ms).
+    assert limiters.acquire_slot(slot("c"), 1_500, 2, 9_500) == refused(1_800)
+    assert limiters.acquire_slot(slot("a"), 1_500, 2, 9_900) == HELD  # only its lease is extended
     assert redis_backend.probe.zset(redis_keys.concurrency_key("t", "pool")) == {"a": 9_900, "b": 7_000}
+    assert redis_backend.probe.zset(redis_keys.concurrency_queue_key("t", "pool")) == {"c": 1.0}
 
 
 def test_given_holder_released_then_its_place_is_free(redis_backend: RedisBackend) -> None:
@@ -112,3 +120,106 @@ def test_given_full_semaphore_then_other_names_and_tenants_are_separate(redis_ba
 
     assert limiters.acquire_slot(slot("b", name="other"), 1_000, 1, 9_000) == ADMIT
     assert limiters.acquire_slot(slot("b", tenant="u"), 1_000, 1, 9_000) == ADMIT
+
+
+def test_given_semaphore_waiters_queued_then_each_told_its_turn_and_later_callers_wait_behind(
+    redis_backend: RedisBackend,
+) -> None:
+    limiters = redis_backend.executor
+    assert limiters.acquire_slot(slot("a"), 1_000, 1, 60_000) == ADMIT
+
+    # The holder is expected to end at 1 000 + 200 (default hold); each place further one more hold.
+    assert limiters.acquire_slot(slot("w1"), 1_100, 1, 60_100) == refused(1_200)
+    assert limiters.acquire_slot(slot("w2"), 1_100, 1, 60_100) == refused(1_400)
+    redis_backend.clock.set(1_150)
+    limiters.release_slots([slot("a")])
+    assert redis_backend.probe.string(redis_keys.concurrency_hold_key("t", "pool")) == "150"
+    # w2 comes before its turn: refused again behind w1, who is owed the free slot (one hold after now).
+    assert limiters.acquire_slot(slot("w2"), 1_160, 1, 60_160) == refused(1_311)
+    assert limiters.acquire_slot(slot("w1"), 1_200, 1, 60_200) == ADMIT
+    assert limiters.acquire_slot(slot("w2"), 1_210, 1, 60_210) == refused(1_350)  # w1 started 1 200 + 150
+    assert redis_backend.probe.zset(redis_keys.concurrency_queue_key("t", "pool")) == {"w2": 2.0}
+    redis_backend.clock.set(1_300)
+    limiters.release_slots([slot("w1"), slot("never-held")])
+    assert (
+        redis_backend.probe.string(redis_keys.concurrency_hold_key("t", "pool")) == "138"
+    )  # 150 * .75 + 100 * .25
+    assert limiters.acquire_slot(slot("w2"), 1_350, 1, 60_350) == ADMIT
+    assert redis_backend.probe.zset(redis_keys.concurrency_queue_key("t", "pool")) == {}
+    assert redis_backend.probe.zset(redis_keys.concurrency_told_key("t", "pool")) == {}
+
+
+@pytest.mark.parametrize(
+    ("holder_lease", "now", "want"),
+    [
+        pytest.param(60_000, 5_000, refused(8_800), id="given_overrunning_holder_then_as_long_again"),
+        pytest.param(
+            1_100, 1_050, refused(1_100), id="given_lease_ending_before_the_expected_end_then_lease"
+        ),
+        pytest.param(60_000, 1_199, refused(1_200), id="given_holder_within_its_hold_then_its_expected_end"),
+    ],
+)
+def test_given_one_holder_when_a_waiter_is_refused_then_its_turn_is_bounded_by_the_holders_lease(
+    redis_backend: RedisBackend, holder_lease: int, now: int, want: LimiterVerdict
+) -> None:
+    limiters = redis_backend.executor
+    limiters.acquire_slot(slot("a"), 1_000, 1, holder_lease)
+
+    assert limiters.acquire_slot(slot("w"), now, 1, now + 60_000) == want
+
+
+def test_given_waiter_late_for_its_turn_then_it_stops_holding_back_others_but_goes_first_when_back(
+    redis_backend: RedisBackend,
+) -> None:
+    limiters = redis_backend.executor
+    limiters.acquire_slot(slot("a"), 1_000, 1, 60_000)
+    assert limiters.acquire_slot(slot("late"), 1_100, 1, 60_100) == refused(1_200)
+    assert limiters.acquire_slot(slot("w"), 1_100, 1, 60_100) == refused(1_400)
+    redis_backend.clock.set(1_150)
+    limiters.release_slots([slot("a")])  # a typical hold of 150 ms
+
+    # "late" was told 1 200 and has not come by 3 201 (2 s late): "w" no longer waits for it.
+    assert limiters.acquire_slot(slot("w"), 3_201, 1, 63_201) == ADMIT
+    assert limiters.acquire_slot(slot("late"), 3_202, 1, 63_202) == refused(3_351)
+    assert limiters.acquire_slot(slot("new"), 3_203, 1, 63_203) == refused(3_501)  # behind "late"
+    assert redis_backend.probe.zset(redis_keys.concurrency_queue_key("t", "pool")) == {
+        "late": -1.0,
+        "new": 0.0,
+    }
+
+
+def test_given_rate_waiters_queued_then_each_told_the_slot_that_frees_for_it(
+    redis_backend: RedisBackend,
+) -> None:
+    limiters = redis_backend.executor
+    window = ("t", "partner")
+    assert limiters.admit_rate(*window, 1_000, 2, 1_000, "e1", waiter="a") == ADMIT
+    assert limiters.admit_rate(*window, 1_100, 2, 1_000, "e2", waiter="b") == ADMIT
+
+    assert limiters.admit_rate(*window, 1_200, 2, 1_000, "e3", waiter="w1") == refused(2_000)
+    assert limiters.admit_rate(*window, 1_200, 2, 1_000, "e4", waiter="w2") == refused(2_100)
+    assert limiters.admit_rate(*window, 1_200, 2, 1_000, "e5", waiter="w3") == refused(3_000)
+    # w2 comes early at 2 000: one place is free, but it is w1's.
+    assert limiters.admit_rate(*window, 2_000, 2, 1_000, "e6", waiter="w2") == refused(2_100)
+    assert limiters.admit_rate(*window, 2_000, 2, 1_000, "e7", waiter="w1") == ADMIT
+    assert limiters.admit_rate(*window, 2_100, 2, 1_000, "e8", waiter="w2") == ADMIT
+    assert redis_backend.probe.zset(redis_keys.rate_queue_key(*window)) == {"w3": 3.0}
+    assert redis_backend.probe.zset(redis_keys.rate_key(*window)) == {"e7": 2_000, "e8": 2_100}
+    # A caller that does not come back (no waiter) is not queued, and not held back by the queue.
+    assert limiters.admit_rate(*window, 2_100, 3, 1_000, "e9") == ADMIT
+    assert redis_backend.probe.zset(redis_keys.rate_told_key(*window)) == {"w3": 3_000}
+
+
+def test_given_rate_waiter_late_for_its_turn_then_it_goes_first_when_it_comes(
+    redis_backend: RedisBackend,
+) -> None:
+    limiters = redis_backend.executor
+    window = ("t", "partner")
+    assert limiters.admit_rate(*window, 1_000, 1, 1_000, "x") == ADMIT
+    assert limiters.admit_rate(*window, 1_100, 1, 1_000, "e1", waiter="late") == refused(2_000)
+    assert limiters.admit_rate(*window, 1_100, 1, 1_000, "e2", waiter="w") == refused(3_000)
+
+    assert limiters.admit_rate(*window, 4_001, 1, 1_000, "e3", waiter="w") == ADMIT
+    assert limiters.admit_rate(*window, 4_002, 1, 1_000, "e4", waiter="late") == refused(5_001)
+    assert limiters.admit_rate(*window, 4_003, 1, 1_000, "e5", waiter="new") == refused(6_001)
+    assert redis_backend.probe.zset(redis_keys.rate_queue_key(*window)) == {"late": -1.0, "new": 0.0}

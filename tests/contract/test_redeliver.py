@@ -1,27 +1,26 @@
 """ReadyStream.redeliver contract (redeliver.lua over XAUTOCLAIM), fake and real alike.
 
 Idle time is Redis's own: entries read as `old` are left idle for OLD_MS (backend.elapse), entries read
-after that are fresh, and MIN_IDLE_MS lies in between.
+after that are fresh, and MIN_IDLE_MS lies in between. A malformed entry (no member, a delivery count Lua
+cannot read, or exhausted with a member that does not decode) is dead-lettered by the stream itself with
+reason malformed_entry at the role's clock, and never stops the entries beside it.
 """
 
 from __future__ import annotations
 
 import pytest
-import redis
 
 from hookline.adapters.redis import keys as redis_keys
+from hookline.adapters.redis.stream import MALFORMED_REASON
 from hookline.domain.delivery import StreamEntry
 from hookline.domain.models import Member
-from tests.contract.conftest import EXECUTOR, REAPER, RedisBackend
+from tests.contract.conftest import EXECUTOR, GROUP, REAPER, RedisBackend
 from tests.contract.redis_cases import NOW, A, B, C, entry, state
-from tests.fakes.faults import ScriptError
 
 READY = redis_keys.ready_stream(0)
 OLD_MS = 300
 MIN_IDLE_MS = 200
 LATER = NOW + 5_000
-# A malformed entry fails a script (redis.ResponseError, the fake's ScriptError) or the decoding of a reply.
-MALFORMED = (redis.ResponseError, ScriptError, KeyError, IndexError, ValueError)
 
 
 def deliver(backend: RedisBackend, *fields: dict[str, str]) -> list[StreamEntry]:
@@ -109,40 +108,71 @@ def test_given_deleted_pending_entries_when_reaped_then_dropped_and_counted_in_t
     assert redis_backend.state() == state(ready=[entry(C, 1)], inflight={C: LATER})
 
 
-def test_given_member_that_is_not_a_member_when_reaped_then_copied_as_text(
+def pending_raw(backend: RedisBackend, *fields: dict[str, str]) -> list[str]:
+    """Appends raw entries and reads them undecoded as the executor, which then dies: left pending."""
+    backend.executor.ensure_group(0)
+    for item in fields:
+        backend.probe.add_entry(READY, item)
+    return backend.probe.read_raw(READY, GROUP, EXECUTOR)
+
+
+def test_given_member_that_is_not_a_member_and_deliveries_left_when_reaped_then_copied_as_text(
     redis_backend: RedisBackend,
 ) -> None:
-    redis_backend.executor.ensure_group(0)
-    redis_backend.probe.add_entry(READY, {"m": "garbage", "d": "0"})
-    with pytest.raises(IndexError):  # reading it is what fails (the member does not decode)
-        redis_backend.executor.read_ready([0], 10, 0)
+    pending_raw(redis_backend, {"m": "garbage", "d": "0"})
     redis_backend.elapse(OLD_MS)
 
     result = redis_backend.reaper.redeliver(0, MIN_IDLE_MS, LATER, 5)
 
-    assert result.redelivered == 1
+    # The script does not decode members: the reader it reaches next dead-letters it (read_ready).
+    assert (result.redelivered, result.exhausted, result.malformed) == (1, [], 0)
     assert [fields for _, fields in redis_backend.probe.stream(READY)] == [{"m": "garbage", "d": "1"}]
+    assert redis_backend.executor.read_ready([0], 10, 0) == []
+    assert redis_backend.state()["dead"] == [
+        {"m": "garbage", "reason": MALFORMED_REASON, "at": str(redis_backend.clock.now_ms())}
+    ]
 
 
 @pytest.mark.parametrize(
-    ("fields", "max_deliveries"),
+    ("fields", "want_dead_member"),
     [
-        pytest.param({"d": "0"}, 5, id="given_entry_without_member_when_readded_then_the_call_fails"),
-        pytest.param({"d": "4"}, 5, id="given_entry_without_member_when_exhausted_then_the_call_fails"),
-        pytest.param({"m": "garbage", "d": "4"}, 5, id="given_undecodable_member_when_exhausted_then_fails"),
+        pytest.param({"d": "0"}, "", id="given_entry_without_member"),
+        pytest.param({"d": "4"}, "", id="given_entry_without_member_that_would_be_exhausted"),
+        pytest.param({"m": A.encode(), "d": "x"}, A.encode(), id="given_delivery_count_not_a_number"),
+        pytest.param({"m": A.encode(), "d": ""}, A.encode(), id="given_empty_delivery_count"),
+        pytest.param({"m": "garbage", "d": "4"}, "garbage", id="given_undecodable_member_when_exhausted"),
     ],
 )
-def test_given_malformed_idle_entry_when_reaped_then_redeliver_raises(
-    redis_backend: RedisBackend, fields: dict[str, str], max_deliveries: int
+def test_given_malformed_idle_entry_beside_good_ones_when_reaped_then_dead_lettered_and_the_rest_recovered(
+    redis_backend: RedisBackend, fields: dict[str, str], want_dead_member: str
 ) -> None:
-    redis_backend.executor.ensure_group(0)
-    redis_backend.probe.add_entry(READY, fields)
-    with pytest.raises(MALFORMED):
-        redis_backend.executor.read_ready([0], 10, 0)
+    pending_raw(redis_backend, entry(B), fields, entry(C, 4))
+    redis_backend.elapse(OLD_MS)
+    redis_backend.clock.advance(7)
+
+    result = redis_backend.reaper.redeliver(0, MIN_IDLE_MS, LATER, 5)
+
+    assert (result.redelivered, result.malformed, result.scan_finished) == (1, 1, True)
+    assert [e.member for e in result.exhausted] == [C]
+    dead = {"m": want_dead_member, "reason": MALFORMED_REASON, "at": str(redis_backend.clock.now_ms())}
+    assert redis_backend.state() == state(
+        ready=[entry(C, 4), entry(B, 1)], pending=[(C, REAPER, 2)], inflight={B: LATER}, dead=[dead]
+    )
+    assert redis_backend.metrics.counts["MalformedEntries"] == 1
+
+
+def test_given_only_malformed_entries_when_reaped_again_then_nothing_left_to_discard(
+    redis_backend: RedisBackend,
+) -> None:
+    pending_raw(redis_backend, {"d": "0"}, {"m": "x", "d": "nan?"})
     redis_backend.elapse(OLD_MS)
 
-    with pytest.raises(MALFORMED):
-        redis_backend.reaper.redeliver(0, MIN_IDLE_MS, LATER, max_deliveries)
+    first = redis_backend.reaper.redeliver(0, MIN_IDLE_MS, LATER, 5)
+    second = redis_backend.reaper.redeliver(0, 0, LATER, 5)
+
+    assert (first.malformed, second.malformed, second.redelivered) == (2, 0, 0)
+    assert redis_backend.state()["pending"] == []
+    assert len(redis_backend.state()["dead"]) == 2
 
 
 def test_given_flow_member_when_exhausted_then_decoded_with_its_flow(redis_backend: RedisBackend) -> None:

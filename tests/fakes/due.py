@@ -74,15 +74,22 @@ class FakeDueIndex(FakeRedisRole):
         return any(token is not None for token in taken)
 
     @port_call
-    def indexed_members(self, shard: int, members: Sequence[Member]) -> list[bool]:
-        """Tells, for each member, whether the due or the in-flight ZSET holds it."""
+    def indexed_members(
+        self, shard: int, members: Sequence[Member], stale_before_ms: int | None = None
+    ) -> list[bool]:
+        """Tells, for each member, whether the due ZSET holds it, or the in-flight ZSET since
+        stale_before_ms at least (an older in-flight member stands for a lost entry)."""
+        floor = float("-inf") if stale_before_ms is None else stale_before_ms
         m = self.memory
+        held = []
         with m.lock:
-            return [
-                m.zscore(redis_keys.due_key(shard), member.encode()) is not None
-                or m.zscore(redis_keys.inflight_key(shard), member.encode()) is not None
-                for member in members
-            ]
+            for member in members:
+                inflight = m.zscore(redis_keys.inflight_key(shard), member.encode())
+                held.append(
+                    m.zscore(redis_keys.due_key(shard), member.encode()) is not None
+                    or (inflight is not None and inflight >= floor)
+                )
+        return held
 
     @port_call
     def depth(self, shard: int) -> tuple[int, int]:

@@ -3,8 +3,12 @@
 Every public port method of a fake is wrapped by `port_call`, which counts its calls in the fake's `faults`
 and raises a planned error. A fault `before` the call models a request that never reached the server (a
 refused connection); a fault `after` models a reply lost on the way back (the server acted, the caller
-cannot know). Use cases may not import redis or botocore, so the fakes raise generic exceptions: the builtin
-ConnectionError for Redis, DynamoUnavailable for DynamoDB.
+cannot know). The Redis adapters turn every transient client error into the domain's IndexUnavailable, so
+that is what a Redis fake raises; botocore's errors reach the use cases untranslated, so a DynamoDB fake
+raises DynamoUnavailable, a generic exception standing for them.
+
+DynamoDB transactions have a fault plan of their own (TransactionCancellations): a cancellation with a
+reason code, which the job store fake reads exactly as adapters/dynamo/transactions.py reads DynamoDB's.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
+from hookline.domain.errors import IndexUnavailable
+
 
 class DynamoUnavailable(Exception):
     """A DynamoDB call failed for a reason that is not a refused condition (throttling, a 5xx, a timeout)."""
@@ -25,13 +31,17 @@ class ConditionFailed(Exception):
     """A conditional write the real adapter does not turn into a domain error (botocore's ClientError)."""
 
 
+class TransactionRejected(Exception):
+    """A transaction cancelled for a reason that waiting does not heal (botocore's ClientError, re-raised)."""
+
+
 class ScriptError(Exception):
     """A Lua script failed inside Redis (redis.ResponseError in the real adapter)."""
 
 
 def redis_down() -> BaseException:
-    """Returns the error a lost Redis connection raises in the fakes."""
-    return ConnectionError("fake Redis: connection lost")
+    """Returns what a Redis adapter raises for a lost connection, a timeout, a fail-over: IndexUnavailable."""
+    return IndexUnavailable("redis is unavailable; retry later")
 
 
 def dynamo_down() -> BaseException:
@@ -100,6 +110,37 @@ class Faults:
             self._calls[method] += 1
             call = self._calls[method]
             return next((f for f in self._planned if f.method == method and f.applies(call)), None)
+
+
+class TransactionCancellations:
+    """Cancels the next `remaining` transactions with `reason` at item `at` ("None" at the others).
+
+    The same plan as tests/support/dynamo_faults.CancellingTransactions puts on a real client: DynamoDB's
+    CancellationReasons, one code per item in TransactItems order. Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reason = "None"
+        self._at = -1
+        self.remaining = 0
+        self.cancelled = 0
+
+    def plan(self, reason: str, count: int = 1, at: int = -1) -> None:
+        """Cancels the next count transactions with reason at item index at (-1: the last item)."""
+        with self._lock:
+            self._reason, self._at, self.remaining = reason, at, count
+
+    def take(self, items: int) -> list[str] | None:
+        """Counts one transaction of `items` items; returns its cancellation reasons, None when it may go."""
+        with self._lock:
+            if self.remaining <= 0:
+                return None
+            self.remaining -= 1
+            self.cancelled += 1
+            reasons = ["None"] * items
+            reasons[self._at] = self._reason
+            return reasons
 
 
 class HasFaults(Protocol):

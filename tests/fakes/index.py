@@ -1,12 +1,13 @@
-"""All four Redis roles over one RedisMemory, as adapters/redis/index.py RedisIndex plays them."""
+"""Every Redis role over one RedisMemory, as adapters/redis/index.py RedisIndex plays them."""
 
 from __future__ import annotations
 
 from tests.fakes.cron import FakeCronIndex
 from tests.fakes.due import FakeDueIndex
 from tests.fakes.limiters import FakeLimiters
+from tests.fakes.rebuild import FakeRebuildMarks
 from tests.fakes.stream import FakeReadyStream
 
 
-class FakeIndex(FakeDueIndex, FakeReadyStream, FakeLimiters, FakeCronIndex):
+class FakeIndex(FakeDueIndex, FakeReadyStream, FakeLimiters, FakeCronIndex, FakeRebuildMarks):
     """Plays every Redis role for one consumer; several share a RedisMemory as processes share a Redis."""

@@ -6,35 +6,46 @@ state the fake reaches is a state DynamoDB would hold:
 - create: ITEM_IS_NEW on the job; with an idempotency key, also MARKER_IS_FREE on the marker, both or
   neither (a transaction); a refused transaction returns the earlier job of the same request, or raises
   IdempotencyConflict (another request) or StaleState (the marker vanished meanwhile).
-- claim: CLAIMABLE (this generation, scheduled, or running with an expired lease); the lease is the job's
-  timeout plus lease_margin_ms from now.
-- finish: HELD_BY_ATTEMPT (running, this generation, this attempt), the execution records in the same
-  transaction: refused, nothing is written.
-- mark_dead: LIVE_IN_GENERATION; cancel: CANCELLABLE; replay: REPLAYABLE (NotFound when missing).
+- claim: CLAIMABLE (this generation, and scheduled and due, or running with an expired lease); the lease
+  lasts lease_ms from now. A refusal is NotYet (due later, or a lease still held: retry_at_ms says when)
+  or StaleState (another generation, finished, cancelled, unknown).
+- renew_lease and finish: HELD_BY_ATTEMPT (running, this generation, this attempt); finish writes the
+  execution records in the same transaction: refused, nothing is written.
+- mark_dead: DEAD_LETTERABLE (this generation, scheduled, or running with an expired lease); cancel:
+  CANCELLABLE; replay: REPLAYABLE (NotFound when missing).
 
-The real adapter turns every cancelled finish transaction into StaleState, whatever cancelled it; plan
-`finish_cancelled()` as a fault to get that without the condition failing.
+Transactions (create with a key, finish) go through adapters/dynamo/transactions.py's rules: only a
+ConditionalCheckFailed reason is a refused condition (finish: StaleState only at the job item, DependencyDown
+at another); transient reasons are retried up to ATTEMPTS times, then DependencyDown; any other reason is
+TransactionRejected. `transactions.plan(reason, count, at)` injects cancellations, as
+tests/support/dynamo_faults.CancellingTransactions does to the real client.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections.abc import Callable
 
+from hookline.adapters.dynamo import codec, tables
+from hookline.adapters.dynamo.transactions import ATTEMPTS, CONDITION_FAILED, TRANSIENT_REASONS
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
-from hookline.domain.errors import IdempotencyConflict, NotFound, StaleState
+from hookline.domain.errors import DependencyDown, IdempotencyConflict, NotFound, NotYet, StaleState
 from hookline.domain.models import Execution, Job, JobStatus, Member
-from tests.fakes.faults import ConditionFailed, Faults, dynamo_down, port_call
+from hookline.domain.reconcile import LiveJob
+from tests.fakes.faults import (
+    ConditionFailed,
+    Faults,
+    TransactionCancellations,
+    TransactionRejected,
+    dynamo_down,
+    port_call,
+)
 from tests.fakes.tables import JobsTables, Marker
 
 LIST_FILTERED_BATCH = 200
 LIST_MAX_READ_ITEMS = 1000
-
-
-def finish_cancelled() -> StaleState:
-    """Returns what the adapter raises when a finish transaction is cancelled for any reason (a conflict
-    with another transaction, throttling of one item): StaleState, as for a lost lease."""
-    return StaleState("transaction cancelled: TransactionConflict")
+PASSED = "None"  # the reason code DynamoDB gives an item whose condition held in a cancelled transaction
 
 
 class FakeJobStore:
@@ -43,11 +54,14 @@ class FakeJobStore:
     def __init__(
         self,
         tables: JobsTables | None = None,
-        lease_margin_ms: int = int(constants.LEASE_MARGIN_S * 1000),
+        lease_ms: int = constants.LEASE_MS,
+        transaction_attempts: int = ATTEMPTS,
     ) -> None:
         self.tables = tables or JobsTables()
-        self._lease_margin_ms = lease_margin_ms
+        self._lease_ms = lease_ms
+        self._attempts = transaction_attempts
         self._faults = Faults(dynamo_down)
+        self.transactions = TransactionCancellations()
 
     @property
     def faults(self) -> Faults:
@@ -65,24 +79,60 @@ class FakeJobStore:
             live_shard = self.tables.live[key][0] if key in self.tables.live else job.shard
         self.tables.live[key] = (live_shard, job.due_ms if live_sk is None else live_sk)
 
+    def _transact(
+        self, items: int, checks: Callable[[], list[bool]], apply: Callable[[], None]
+    ) -> list[str] | None:
+        """Writes one transaction as Transactions.write does; returns the reasons when a condition failed.
+
+        checks() tells, per item, whether its condition holds; apply() writes every item. Call with the lock.
+        """
+        reasons: list[str] = []
+        for _ in range(self._attempts):
+            injected = self.transactions.take(items)
+            if injected is None:
+                reasons = [PASSED if held else CONDITION_FAILED for held in checks()]
+                if CONDITION_FAILED in reasons:
+                    return reasons
+                apply()
+                return None
+            reasons = injected
+            if CONDITION_FAILED in reasons:
+                return reasons
+            if set(reasons) - TRANSIENT_REASONS - {PASSED}:
+                raise TransactionRejected(f"TransactionCanceledException: {reasons}")
+        raise DependencyDown(
+            f"dynamodb kept cancelling the transaction ({', '.join(sorted(set(reasons) - {PASSED}))}); "
+            "retry later"
+        )
+
     @port_call
     def create(self, job: Job, request_hash: str, now_ms: int) -> tuple[Job, bool]:
         """Stores a new job, or returns the earlier job of the same idempotent request."""
         t = self.tables
         with t.lock:
-            job_free = (job.tenant, job.job_id) not in t.jobs
             if job.idempotency_key is None:
-                if not job_free:
+                if (job.tenant, job.job_id) in t.jobs:
                     raise ConditionFailed("ConditionalCheckFailedException")
                 self._put(job)
                 return job, True
             marker_key = (job.tenant, job.idempotency_key)
-            marker = t.markers.get(marker_key)
-            if job_free and (marker is None or marker.expires_at_s < now_ms // 1000):
+
+            def checks() -> list[bool]:
+                marker = t.markers.get(marker_key)
+                return [
+                    (job.tenant, job.job_id) not in t.jobs,
+                    marker is None or marker.expires_at_s < now_ms // 1000,
+                ]
+
+            def apply() -> None:
                 self._put(job)
                 expires_s = now_ms // 1000 + constants.IDEMPOTENCY_RETENTION_S
                 t.markers[marker_key] = Marker(job.job_id, request_hash, expires_s)
+
+            if self._transact(2, checks, apply) is None:
                 return job, True
+            # As the adapter: read the marker (expired or not, TTL deletes lazily) for the earlier job.
+            marker = t.markers.get(marker_key)
             if marker is None:
                 raise StaleState("idempotency marker changed concurrently; retry the request")
             if marker.request_hash != request_hash:
@@ -103,18 +153,27 @@ class FakeJobStore:
 
     @port_call
     def claim(self, member: Member, now_ms: int) -> Claim:
-        """CLAIMABLE, then running for one more attempt under a lease; StaleState otherwise."""
+        """CLAIMABLE, then running for one more attempt under a lease; NotYet or StaleState otherwise."""
         with self.tables.lock:
             before = self.tables.jobs.get((member.tenant, member.job_id))
-            claimable = before is not None and before.generation == member.generation
-            if before is not None and claimable:
-                lease_expired = before.lease_expires_at_ms is not None and before.lease_expires_at_ms < now_ms
-                claimable = before.status is JobStatus.SCHEDULED or (
-                    before.status is JobStatus.RUNNING and lease_expired
+            if before is None:
+                raise StaleState(f"job {member.job_id} does not exist")
+            lease = before.lease_expires_at_ms
+            if before.generation == member.generation:
+                if before.status is JobStatus.SCHEDULED and before.due_ms > now_ms:
+                    raise NotYet(f"job {member.job_id} is due at {before.due_ms}", before.due_ms)
+                if before.status is JobStatus.RUNNING and lease is not None and lease >= now_ms:
+                    raise NotYet(f"job {member.job_id} is held until {lease}", lease + 1)
+            claimable = before.generation == member.generation and (
+                before.status is JobStatus.SCHEDULED
+                or (before.status is JobStatus.RUNNING and lease is not None and lease < now_ms)
+            )
+            if not claimable:
+                raise StaleState(
+                    f"job {member.job_id} generation {member.generation} is not claimable "
+                    f"({before.status.value}, generation {before.generation})"
                 )
-            if before is None or not claimable:
-                raise StaleState(f"job {member.job_id} generation {member.generation} is not claimable")
-            lease_ms = before.timeout_ms + now_ms + self._lease_margin_ms
+            lease_ms = now_ms + self._lease_ms
             job = before.with_changes(
                 status=JobStatus.RUNNING,
                 attempt=before.attempt + 1,
@@ -126,42 +185,81 @@ class FakeJobStore:
                 return Claim(job, before.attempt, before.updated_ms)
             return Claim(job)
 
+    def _holds(self, job: Job) -> bool:
+        """HELD_BY_ATTEMPT: the stored job is running in job's generation for job's attempt."""
+        stored = self.tables.jobs.get((job.tenant, job.job_id))
+        return (
+            stored is not None
+            and stored.status is JobStatus.RUNNING
+            and stored.generation == job.generation
+            and stored.attempt == job.attempt
+        )
+
+    @port_call
+    def renew_lease(self, job: Job, lease_expires_at_ms: int) -> None:
+        """HELD_BY_ATTEMPT, then the lease (and the live index's sort key) moved; updated_ms unchanged."""
+        with self.tables.lock:
+            if not self._holds(job):
+                raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
+            stored = self.tables.jobs[(job.tenant, job.job_id)]
+            self._put(
+                stored.with_changes(lease_expires_at_ms=lease_expires_at_ms), live_sk=lease_expires_at_ms
+            )
+
     @port_call
     def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
-        """HELD_BY_ATTEMPT, then the next state and the execution records together; StaleState otherwise."""
+        """HELD_BY_ATTEMPT, then the next state and the execution records together (one transaction).
+
+        StaleState when the job item's condition failed; DependencyDown when the transaction kept being
+        cancelled for a transient reason, or was cancelled at an execution record: nothing is written.
+        """
         t = self.tables
         with t.lock:
-            stored = t.jobs.get((job.tenant, job.job_id))
-            if (
-                stored is None
-                or stored.status is not JobStatus.RUNNING
-                or stored.generation != job.generation
-                or stored.attempt != job.attempt
-            ):
-                raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
-            after = stored.with_changes(
-                status=finish.status,
-                updated_ms=now_ms,
-                lease_expires_at_ms=None,
-                last_status_code=finish.status_code,
-                last_error=finish.error,
-            )
-            if finish.status is JobStatus.SCHEDULED:
-                assert finish.next_due_ms is not None
-                after = after.with_changes(generation=job.generation + 1, due_ms=finish.next_due_ms)
-            for execution in executions:
-                t.executions.setdefault((execution.tenant, execution.job_id), {})[execution.attempt] = (
-                    execution
+
+            def checks() -> list[bool]:
+                return [True] * len(executions) + [self._holds(job)]
+
+            def apply() -> None:
+                stored = t.jobs[(job.tenant, job.job_id)]
+                after = stored.with_changes(
+                    status=finish.status,
+                    updated_ms=now_ms,
+                    lease_expires_at_ms=None,
+                    last_status_code=finish.status_code,
+                    last_error=finish.error,
                 )
-            self._put(after)
+                if finish.status is JobStatus.SCHEDULED:
+                    assert finish.next_due_ms is not None
+                    after = after.with_changes(generation=job.generation + 1, due_ms=finish.next_due_ms)
+                for execution in executions:
+                    records = t.executions.setdefault((execution.tenant, execution.job_id), {})
+                    records[execution.attempt] = execution
+                self._put(after)
+
+            reasons = self._transact(len(executions) + 1, checks, apply)
+            if reasons is not None and reasons[len(executions)] == CONDITION_FAILED:
+                raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
+            if reasons is not None:
+                raise DependencyDown(f"job {job.job_id}: transaction cancelled for {reasons}")
 
     @port_call
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
-        """LIVE_IN_GENERATION, then dead with reason as its last error; StaleState otherwise."""
+        """DEAD_LETTERABLE, then dead with reason as its last error; StaleState otherwise."""
         with self.tables.lock:
             stored = self.tables.jobs.get((member.tenant, member.job_id))
-            if stored is None or stored.generation != member.generation or not stored.status.is_live:
-                raise StaleState(f"job {member.job_id} is no longer live in generation {member.generation}")
+            lease = None if stored is None else stored.lease_expires_at_ms
+            if (
+                stored is None
+                or stored.generation != member.generation
+                or not (
+                    stored.status is JobStatus.SCHEDULED
+                    or (stored.status is JobStatus.RUNNING and lease is not None and lease < now_ms)
+                )
+            ):
+                raise StaleState(
+                    f"job {member.job_id} is no longer live in generation {member.generation}, "
+                    "or an attempt still holds its lease"
+                )
             self._put(
                 stored.with_changes(
                     status=JobStatus.DEAD, last_error=reason, updated_ms=now_ms, lease_expires_at_ms=None
@@ -169,28 +267,41 @@ class FakeJobStore:
             )
 
     @port_call
-    def live_jobs(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Job], Any]:
-        """Returns a page of the shard's live GSI partition in live_due_ms order, and the key to go on from.
+    def live_jobs(
+        self, shard: int, cursor: str | None, limit: int, due_before_ms: int | None = None
+    ) -> tuple[list[LiveJob], str | None]:
+        """Returns a page of the shard's live GSI partition in live_due_ms order, and the cursor on.
 
-        As in DynamoDB, a full page always carries a key, even when nothing follows (then the next page is
-        empty with no key); moto gives one only when its partition holds more items. Callers page to None.
+        due_before_ms keeps only rows whose live_due_ms is at most that. The cursor is the page's last key
+        as DynamoDB gives it (table and index keys as attribute values) in JSON, as the adapter makes it.
+        As in DynamoDB, a full page always carries a cursor, even when nothing follows (then the next page is
+        empty with none); moto gives one only when more items match. Callers page to None.
         """
         t = self.tables
         with t.lock:
             rows = sorted(
                 (sk, tenant, job_id)
                 for (tenant, job_id), (partition, sk) in t.live.items()
-                if partition == shard
+                if partition == shard and (due_before_ms is None or sk <= due_before_ms)
             )
-            if start_key is not None:
-                after = (start_key["live_due_ms"], start_key["pk"], start_key["job_id"])
-                rows = [row for row in rows if row > after]
+            if cursor is not None:
+                key = codec.from_attribute_values(json.loads(cursor))
+                after = (key[tables.LIVE_SK], key[tables.JOBS_PK], key[tables.JOBS_SK])
+                rows = [row for row in rows if (row[0], row[1], tables.job_sk(row[2])) > after]
             page = rows[:limit]
-            jobs = [t.jobs[(tenant, job_id)] for _, tenant, job_id in page]
+            jobs = [_live_job(t.jobs[(tenant, job_id)]) for _, tenant, job_id in page]
             if len(page) < limit:
                 return jobs, None
             sk, tenant, job_id = page[-1]
-            return jobs, {"live_due_ms": sk, "pk": tenant, "job_id": job_id}
+            last_key = codec.to_attribute_values(
+                {
+                    tables.JOBS_PK: tenant,
+                    tables.JOBS_SK: tables.job_sk(job_id),
+                    tables.LIVE_PK: str(t.live[(tenant, job_id)][0]),
+                    tables.LIVE_SK: sk,
+                }
+            )
+            return jobs, json.dumps(last_key, sort_keys=True)
 
     @port_call
     def executions(self, tenant: str, job_id: str) -> list[Execution]:
@@ -269,3 +380,17 @@ class FakeJobStore:
                 f"job {job_id} is {stored.status.value}; only a {required.value} job can be {verb}"
             )
         return stored
+
+
+def _live_job(job: Job) -> LiveJob:
+    """Returns what the live GSI projects of a job (tables.LIVE_JOB_ATTRIBUTES), as the adapter reads it."""
+    return LiveJob(
+        tenant=job.tenant,
+        job_id=job.job_id,
+        status=job.status,
+        generation=job.generation,
+        due_ms=job.due_ms,
+        shard=job.shard,
+        flow=job.flow,
+        lease_expires_at_ms=job.lease_expires_at_ms,
+    )

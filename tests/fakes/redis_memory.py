@@ -1,11 +1,12 @@
-"""An in-memory model of the Redis data the Lua scripts touch: ZSETs, lists, hashes, streams with groups.
+"""An in-memory model of the Redis data the Lua scripts touch: ZSETs, lists, hashes, strings, streams.
 
 The role fakes (due.py, stream.py, limiters.py, cron.py) are the Lua scripts of lua/ rewritten over these
 commands, line for line, each under the one lock (a script runs atomically in Redis). The model keeps what
 the scripts can observe: ZSET order (score, then member), empty keys disappearing, relative key expiry,
 stream ids made from the clock, one pending entry list per group with each entry's consumer, delivery
 count and delivery time, and XAUTOCLAIM's scan (COUNT, at most 10 * COUNT pending entries looked at,
-deleted entries dropped from the list and counted, the cursor the next unvisited id or 0-0). It also
+deleted entries dropped from the list and counted, the cursor the next unvisited id or 0-0). Redis 7.0's
+rules where versions differ: XCLAIM and XAUTOCLAIM drop a pending entry deleted from the stream. It also
 serves as the contract tests' probe: zset(), stream(), pending() and friends read keys by their real names.
 
 Time: where Redis reads its own clock (stream ids, idle times, key expiry), the model reads the injected
@@ -18,6 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from hookline.domain.clock import FrozenClock
 from hookline.ports import Clock
@@ -76,6 +78,10 @@ class Stream:
     groups: dict[str, Group] = field(default_factory=dict)
 
 
+def _below(score: float, bound: float, exclusive: bool) -> bool:
+    return score < bound if exclusive else score <= bound
+
+
 def _advance_frozen(clock: Clock) -> Callable[[int], None]:
     def wait(ms: int) -> None:
         if isinstance(clock, FrozenClock):
@@ -95,6 +101,7 @@ class RedisMemory:
         self._zsets: dict[str, dict[str, float]] = {}
         self._lists: dict[str, list[str]] = {}
         self._hashes: dict[str, dict[str, str]] = {}
+        self._strings: dict[str, str] = {}
         self._streams: dict[str, Stream] = {}
         self._expires: dict[str, int] = {}
 
@@ -111,8 +118,12 @@ class RedisMemory:
     def flushall(self) -> None:
         """Loses every key, as a fail-over to an empty replica or FLUSHALL does."""
         with self.lock:
-            for space in (self._zsets, self._lists, self._hashes, self._streams, self._expires):
+            for space in self._spaces():
                 space.clear()
+            self._expires.clear()
+
+    def _spaces(self) -> tuple[dict[str, Any], ...]:
+        return (self._zsets, self._lists, self._hashes, self._strings, self._streams)
 
     def _expire(self, key: str) -> None:
         at = self._expires.get(key)
@@ -120,18 +131,23 @@ class RedisMemory:
             self._delete(key)
 
     def _delete(self, key: str) -> None:
-        for space in (self._zsets, self._lists, self._hashes, self._streams, self._expires):
+        for space in self._spaces():
             space.pop(key, None)
+        self._expires.pop(key, None)
 
     def exists(self, key: str) -> bool:
         """Tells whether key exists (EXISTS)."""
         self._expire(key)
-        return any(key in space for space in (self._zsets, self._lists, self._hashes, self._streams))
+        return any(key in space for space in self._spaces())
 
     def pexpire(self, key: str, ms: int) -> None:
-        """Makes an existing key expire ms from now (PEXPIRE)."""
-        if self.exists(key):
-            self._expires[key] = self.now() + ms
+        """Makes an existing key expire ms from now; ms <= 0 deletes it at once (PEXPIRE)."""
+        if not self.exists(key):
+            return
+        if ms <= 0:
+            self._delete(key)
+            return
+        self._expires[key] = self.now() + ms
 
     def pttl(self, key: str) -> int:
         """Returns the key's remaining life in ms, -1 without expiry, -2 when missing (PTTL)."""
@@ -183,14 +199,26 @@ class RedisMemory:
         ordered = self.zordered(key)
         return ordered[0] if ordered else None
 
-    def zrangebyscore(self, key: str, max_score: float, limit: int) -> list[tuple[str, float]]:
-        """Returns up to limit (member, score) with score <= max_score (ZRANGEBYSCORE -inf max LIMIT 0 n)."""
-        return [pair for pair in self.zordered(key) if pair[1] <= max_score][:limit]
+    def zrange_at(self, key: str, index: int) -> tuple[str, float] | None:
+        """Returns the (member, score) at a rank, negative from the end (ZRANGE key i i WITHSCORES)."""
+        ordered = self.zordered(key)
+        return ordered[index] if -len(ordered) <= index < len(ordered) else None
 
-    def zremrangebyscore(self, key: str, max_score: float) -> int:
-        """Removes members with score <= max_score (ZREMRANGEBYSCORE -inf max)."""
+    def zrangebyscore(
+        self, key: str, max_score: float, limit: int, *, exclusive: bool = False
+    ) -> list[tuple[str, float]]:
+        """Returns up to limit (member, score) with score <= max_score, or < with exclusive
+        (ZRANGEBYSCORE -inf [(]max LIMIT 0 n)."""
+        return [pair for pair in self.zordered(key) if _below(pair[1], max_score, exclusive)][:limit]
+
+    def zcount(self, key: str, max_score: float, *, exclusive: bool = False) -> int:
+        """Counts members with score <= max_score, or < with exclusive (ZCOUNT -inf [(]max)."""
+        return sum(1 for score in self._zset(key).values() if _below(score, max_score, exclusive))
+
+    def zremrangebyscore(self, key: str, max_score: float, *, exclusive: bool = False) -> int:
+        """Removes members with score <= max_score, or < with exclusive (ZREMRANGEBYSCORE -inf [(]max)."""
         current = self._zset(key)
-        gone = [m for m, s in current.items() if s <= max_score]
+        gone = [m for m, s in current.items() if _below(s, max_score, exclusive)]
         for member in gone:
             del current[member]
         self._zclean(key)
@@ -229,6 +257,26 @@ class RedisMemory:
         """Sets one field (HSET)."""
         self._expire(key)
         self._hashes.setdefault(key, {})[name] = value
+
+    def hsetnx(self, key: str, name: str, value: str) -> int:
+        """Sets one field unless it exists (HSETNX); returns 1 when set."""
+        if self.hget(key, name) is not None:
+            return 0
+        self.hset(key, name, value)
+        return 1
+
+    def get(self, key: str) -> str | None:
+        """Returns a string key's value (GET)."""
+        self._expire(key)
+        return self._strings.get(key)
+
+    def set(self, key: str, value: str, px: int | None = None) -> None:
+        """Sets a string key, replacing any expiry, with a new one px ms from now if given (SET [PX])."""
+        self._expire(key)
+        self._delete(key)
+        self._strings[key] = value
+        if px is not None:
+            self._expires[key] = self.now() + px
 
     def hdel(self, key: str, name: str) -> int:
         """Deletes one field (HDEL); returns 1 when it was there."""
@@ -374,6 +422,40 @@ class RedisMemory:
         cursor = format_id(ids[position]) if position < len(ids) else "0-0"
         return cursor, claimed
 
+    def xpending_of(self, key: str, group: str, entry_id: str, consumer: str) -> bool:
+        """Tells whether entry_id is pending under consumer (XPENDING key group id id 1 consumer)."""
+        nack = self._group(key, group).pel.get(parse_id(entry_id))
+        return nack is not None and nack.consumer == consumer
+
+    def xclaim_justid(self, key: str, group: str, consumer: str, entry_id: str) -> bool:
+        """XCLAIM key group consumer 0 id JUSTID: the entry moves to consumer with its idle time reset and
+        its delivery count unchanged; one deleted from the stream is dropped from the pending list instead
+        (Redis 7.0). Returns whether it was claimed."""
+        found = self._group(key, group)
+        stream = self._streams[key]
+        at = parse_id(entry_id)
+        nack = found.pel.get(at)
+        if nack is None:
+            return False
+        if at not in stream.entries:
+            del found.pel[at]
+            return False
+        found.pel[at] = Nack(consumer, self.now(), nack.count)
+        found.consumers[consumer] = self.now()
+        return True
+
+    def xinfo_groups(self, key: str) -> list[tuple[str, int, StreamId]]:
+        """Returns (name, pending count, last delivered id) of the stream's groups (XINFO GROUPS)."""
+        stream = self._stream(key)
+        if stream is None:
+            raise ScriptError("ERR no such key")
+        return [(name, len(g.pel), g.last_delivered) for name, g in stream.groups.items()]
+
+    def unread(self, key: str, group: str) -> int:
+        """Returns how many entries of the stream lie after the group's last delivered id."""
+        found = self._group(key, group)
+        return sum(1 for entry_id in self._streams[key].entries if entry_id > found.last_delivered)
+
     def xinfo_consumers(self, key: str, group: str) -> list[tuple[str, int, int]]:
         """Returns (name, pending entries, idle ms) of the group's consumers (XINFO CONSUMERS)."""
         found = self._group(key, group)
@@ -424,6 +506,24 @@ class RedisMemory:
         with self.lock:
             self._expire(key)
             return dict(self._hashes.get(key, {}))
+
+    def string(self, key: str) -> str | None:
+        """Returns a string key's value."""
+        with self.lock:
+            return self.get(key)
+
+    def flush(self) -> None:
+        """Loses every key (FLUSHALL)."""
+        self.flushall()
+
+    def read_raw(self, key: str, group: str, consumer: str) -> list[str]:
+        """XREADGROUPs every new entry for consumer without decoding; returns their ids."""
+        with self.lock:
+            return [
+                entry_id
+                for _, messages in self.xreadgroup(group, consumer, [key], 10_000)
+                for entry_id, _ in messages
+            ]
 
     def consumers(self, key: str, group: str) -> dict[str, int]:
         """Returns the group's consumers and how many entries each holds."""

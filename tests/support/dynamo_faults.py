@@ -27,6 +27,11 @@ class CancellingTransactions:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
+    def plan(self, reason: str, count: int = 1, at: int = -1) -> None:
+        """Cancels the next count transactions with reason at item index at (-1: the last item)."""
+        with self._lock:
+            self._reason, self._at, self.remaining = reason, at, count
+
     def transact_write_items(self, **kwargs: Any) -> Any:
         """Cancels the call while faults remain, else passes it on."""
         items = kwargs["TransactItems"]
@@ -37,7 +42,7 @@ class CancellingTransactions:
                 self.cancelled += 1
         if not cancel:
             return self._client.transact_write_items(**kwargs)
-        reasons: list[dict[str, str]] = [{"Code": "None"} for _ in items]
+        reasons: list[Any] = [{"Code": "None"} for _ in items]  # botocore types them as its TypedDict
         reasons[self._at] = {"Code": self._reason, "Message": f"{self._reason} (injected)"}
         codes = ", ".join(reason["Code"] for reason in reasons)
         raise ClientError(

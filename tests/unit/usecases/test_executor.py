@@ -1,7 +1,9 @@
 """Executor on fakes: every outcome of a delivery, and the failures it must survive, state checked after each.
 
-The clock is frozen at T0 unless a test moves it; a job times out after 5 s and its lease lasts 1 s more, so a
-claim at T0 holds the job until T0 + 6 s. Retries wait exactly BACKOFF_S (min = max backoff).
+The clock is frozen at T0 unless a test moves it; a job times out after 5 s and a claim holds it for LEASE_MS
+(world.TIMING), so a claim at T0 holds the job until LEASE_END. The heartbeat never beats here (see
+world.py): an attempt that the test stalls past REDELIVER_AFTER_MS and LEASE_MS can be taken over, as a
+stalled executor's. Retries wait exactly BACKOFF_S (min = max backoff).
 """
 
 from __future__ import annotations
@@ -10,16 +12,28 @@ from collections.abc import Callable
 
 import pytest
 
+from hookline.adapters.dynamo.transactions import ATTEMPTS, CONDITION_FAILED
 from hookline.adapters.redis import keys as redis_keys
+from hookline.adapters.redis.limiters import DEFAULT_HOLD_MS
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.models import ExecutionOutcome, Job, JobStatus, Member
-from hookline.usecases.execute import CONCURRENCY_RETRY_MS, Disposition
+from hookline.usecases.execute import Disposition
 from tests.fakes.callbacks import Step, ok, response, timeout, unsafe_url
-from tests.fakes.faults import DynamoUnavailable
-from tests.fakes.jobs import finish_cancelled
-from tests.unit.usecases.world import REDELIVER_AFTER_MS, T0, TENANT, URL, World, entry, idle_state, member
+from tests.fakes.faults import DynamoUnavailable, ScriptError, redis_down
+from tests.unit.usecases.world import (
+    LEASE_MS,
+    MAX_DELIVERIES,
+    REDELIVER_AFTER_MS,
+    T0,
+    TENANT,
+    URL,
+    World,
+    entry,
+    idle_state,
+    member,
+)
 
-LEASE_END = T0 + 6_000  # claim at T0 + timeout 5 s + lease margin 1 s
+LEASE_END = T0 + LEASE_MS  # a claim at T0 holds the job until then
 
 
 def during(action: Callable[[], None], result: CallbackResult) -> Step:
@@ -247,17 +261,28 @@ def test_given_concurrency_slot_taken_when_read_then_deferred_briefly_and_slot_f
     assert world.job(first).status is JobStatus.SUCCEEDED
     assert world.job(second).attempt == 0
     assert world.holders(TENANT, "pool") == {}
-    assert world.state() == idle_state(due={member(second): T0 + CONCURRENCY_RETRY_MS}, wake=1)
+    # Queued, and told when the holder is expected to end (its start plus the typical hold).
+    token = f"{second.job_id}:1"
+    assert world.memory.zset(redis_keys.concurrency_queue_key(TENANT, "pool")) == {token: 1.0}
+    assert world.state() == idle_state(due={member(second): T0 + DEFAULT_HOLD_MS}, wake=1)
+    world.clock.advance(DEFAULT_HOLD_MS)
+    world.promoter().tick()
+    assert world.drain() == [Disposition.SUCCEEDED]
+    assert world.memory.zset(redis_keys.concurrency_queue_key(TENANT, "pool")) == {}
 
 
 # Another attempt took the job over (lost lease).
 
 
+TAKE_OVER_MS = LEASE_MS + 1_000  # past the lease, and the entry idle past REDELIVER_AFTER_MS
+
+
 def take_over(world: World, seen: dict[str, object]) -> Callable[[], None]:
-    """Returns an action: the lease runs out, the reaper re-delivers, executor b claims and delivers."""
+    """Returns an action: the attempt stalls, the lease runs out, the reaper re-delivers, executor b claims
+    and delivers."""
 
     def action() -> None:
-        world.clock.advance(7_000)
+        world.clock.advance(TAKE_OVER_MS)
         world.reap()
         seen["b"] = world.drain("b")
 
@@ -298,11 +323,6 @@ def test_given_lease_lost_when_the_stale_attempt_fails_permanently_then_nothing_
     assert world.state() == idle_state()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 10 defect 3: a stale executor's retry is indexed before the fenced write, so it replaces "
-    "the retry time of the attempt that took over and the job fires early",
-)
 def test_given_lease_lost_when_both_attempts_retry_then_the_due_index_keeps_the_new_attempts_time(
     world: World,
 ) -> None:
@@ -314,41 +334,54 @@ def test_given_lease_lost_when_both_attempts_retry_then_the_due_index_keeps_the_
 
     after = world.job(job)
     assert seen["b"] == [Disposition.RETRIED]
-    assert (after.status, after.generation, after.due_ms) == (JobStatus.SCHEDULED, 2, T0 + 7_000 + 600_000)
+    assert (after.status, after.generation, after.due_ms) == (
+        JobStatus.SCHEDULED,
+        2,
+        T0 + TAKE_OVER_MS + 600_000,
+    )
+    # The stale attempt's own retry (503, due after the backoff) never reached the due index.
     assert world.state() == idle_state(due={member(job, 2): after.due_ms}, wake=1)
 
 
-# The finish transaction refused for another reason than a lost lease.
+# The finish transaction cancelled: only a refused condition on the job item is a lost lease.
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 10 defect 1: a cancelled finish transaction for any reason is read as a lost lease: "
-    "the entry is acknowledged although this attempt still holds the job, and the outcome is dropped",
-)
+def test_given_finish_cancelled_transiently_a_few_times_then_retried_and_recorded_once(world: World) -> None:
+    job = world.submit()
+    world.store.transactions.plan("TransactionConflict", count=ATTEMPTS - 1)
+
+    assert world.drain() == [Disposition.SUCCEEDED]
+
+    assert world.store.transactions.cancelled == ATTEMPTS - 1
+    assert attempts(world, job) == [(1, ExecutionOutcome.SUCCEEDED, 200, None)]
+    assert world.state() == idle_state()
+
+
 def test_given_finish_transaction_cancelled_while_holding_the_job_then_the_outcome_is_not_dropped(
     world: World,
 ) -> None:
     job = world.submit()
-    world.store.faults.fail_next("finish", error=finish_cancelled)
+    world.store.transactions.plan("ThrottlingError", count=ATTEMPTS)
 
-    world.drain()
+    assert world.drain() == [Disposition.LEFT_PENDING]
 
     after = world.job(job)
-    assert after.attempt == 1  # nobody else claimed the job: this attempt still holds it
-    # Either the outcome is recorded, or the entry stays pending so that the reaper delivers it again.
-    assert after.status is JobStatus.SUCCEEDED or world.state()["pending"] != []
+    # Nobody else claimed the job: this attempt still holds it, and its entry stays pending for recovery.
+    assert (after.status, after.attempt, after.lease_expires_at_ms) == (JobStatus.RUNNING, 1, LEASE_END)
+    assert world.state()["pending"] == [(member(job), "executor", 1)]
+    assert world.metrics.counts["LeftPending"] == 1
 
 
-def test_given_finish_transaction_cancelled_then_the_job_is_delivered_again_after_its_lease(
+def test_given_finish_cancelled_throughout_then_recovered_once_idle_and_taken_over_after_the_lease(
     world: World,
 ) -> None:
     job = world.submit()
-    world.store.faults.fail_next("finish", error=finish_cancelled)
-    assert world.drain() == [Disposition.LOST_HOLD]
-    assert world.state() == idle_state()  # the entry is gone, the job is running: only reconciliation sees it
+    world.store.transactions.plan("ThrottlingError", count=ATTEMPTS)
+    assert world.drain() == [Disposition.LEFT_PENDING]
 
-    world.reap()
+    world.clock.advance(REDELIVER_AFTER_MS)
+    world.reap()  # the idle entry is re-delivered; its lease still holds, so the claim is put off
+    assert world.drain() == [Disposition.DEFERRED]
     assert world.state() == idle_state(due={member(job): LEASE_END + 1}, wake=1)
     world.clock.set(LEASE_END + 1)
     world.promoter().tick()
@@ -362,6 +395,19 @@ def test_given_finish_transaction_cancelled_then_the_job_is_delivered_again_afte
     ]
     assert len(world.callbacks.requests) == 2  # at least once: the receiver saw it twice
     assert world.state() == idle_state(wake=1)
+
+
+def test_given_finish_refused_by_the_job_items_condition_then_lost_hold_and_acknowledged(
+    world: World,
+) -> None:
+    job = world.submit()
+    world.store.transactions.plan(CONDITION_FAILED, count=1)
+
+    assert world.drain() == [Disposition.LOST_HOLD]
+
+    assert world.store.transactions.cancelled == 1
+    assert world.job(job).status is JobStatus.RUNNING  # as DynamoDB said: another attempt owns it
+    assert world.state() == idle_state()
 
 
 # The same member delivered twice.
@@ -378,11 +424,16 @@ def test_given_duplicate_entry_read_while_the_first_is_in_flight_then_dropped_an
 
     assert world.executor("a").process(first) is Disposition.SUCCEEDED
 
-    assert seen["b"] == [Disposition.STALE]
+    # The copy met the first attempt's lease: put off until it ends (NotYet), then dropped as stale.
+    assert seen["b"] == [Disposition.DEFERRED]
     after = world.job(job)
     assert (after.status, after.attempt) == (JobStatus.SUCCEEDED, 1)
+    assert world.state() == idle_state(due={member(job): LEASE_END + 1}, wake=1)
+    world.clock.set(LEASE_END + 1)
+    world.promoter().tick()
+    assert world.drain("b") == [Disposition.STALE]
     assert len(world.callbacks.requests) == 1
-    assert world.state() == idle_state()
+    assert world.state() == idle_state(wake=1)
 
 
 def test_given_duplicate_entries_read_after_the_job_finished_then_the_second_is_dropped(world: World) -> None:
@@ -396,12 +447,7 @@ def test_given_duplicate_entries_read_after_the_job_finished_then_the_second_is_
     assert world.state() == idle_state()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 10 defect 2: a duplicate entry frees a live holder's concurrency slot (same token, "
-    "released when the duplicate is dropped), so another delivery of the key runs beyond its limit",
-)
-def test_given_duplicate_entry_of_a_slot_holder_when_dropped_then_the_holder_keeps_its_slot(
+def test_given_duplicate_entry_of_a_slot_holder_when_put_off_then_the_holder_keeps_its_slot(
     world: World,
 ) -> None:
     pool = {"key": "pool", "limit": 1}
@@ -420,20 +466,32 @@ def test_given_duplicate_entry_of_a_slot_holder_when_dropped_then_the_holder_kee
 
     world.executor("a").process(first)
 
-    assert seen["b"] == [Disposition.STALE]
+    assert seen["b"] == [Disposition.DEFERRED]  # the same token already held the slot: not released
     holders = seen["holders"]
     assert isinstance(holders, dict) and list(holders) == [f"{job.job_id}:1"]
     assert seen["c"] == [Disposition.DEFERRED]  # the key's one slot is still in use
+    assert world.holders(TENANT, "pool") == {}  # released once, by its holder
 
 
 # Redis failing.
 
 
-def test_given_ack_lost_after_finish_when_reaped_then_redelivered_and_dropped_as_stale(world: World) -> None:
+@pytest.mark.parametrize(
+    ("error", "want", "counted"),
+    [
+        pytest.param(redis_down, Disposition.LEFT_PENDING, "LeftPending", id="given_redis_unavailable"),
+        pytest.param(
+            lambda: ScriptError("ERR Error running script"), None, "ExecutorErrors", id="given_a_script_error"
+        ),
+    ],
+)
+def test_given_ack_lost_after_finish_when_reaped_then_redelivered_and_dropped_as_stale(
+    world: World, error: Callable[[], BaseException], want: Disposition | None, counted: str
+) -> None:
     job = world.submit()
-    world.executor_redis().faults.fail_next("ack")
+    world.executor_redis().faults.fail_next("ack", error=error)
 
-    assert world.drain() == [None]
+    assert world.drain() == [want]
 
     assert world.job(job).status is JobStatus.SUCCEEDED
     assert world.state() == idle_state(
@@ -441,7 +499,9 @@ def test_given_ack_lost_after_finish_when_reaped_then_redelivered_and_dropped_as
     )
     world.clock.advance(REDELIVER_AFTER_MS)
     world.reap()
-    assert world.state() == idle_state(ready=[entry(job.member(), 1)], inflight={member(job): T0 + 1_000})
+    assert world.state() == idle_state(
+        ready=[entry(job.member(), 1)], inflight={member(job): T0 + REDELIVER_AFTER_MS}
+    )
 
     assert world.drain() == [Disposition.STALE]
 
@@ -449,14 +509,14 @@ def test_given_ack_lost_after_finish_when_reaped_then_redelivered_and_dropped_as
     assert len(world.callbacks.requests) == 1
     after = world.job(job)
     assert (after.status, after.attempt) == (JobStatus.SUCCEEDED, 1)
-    assert world.metrics.counts["ExecutorErrors"] == 1
+    assert world.metrics.counts[counted] == 1
 
 
 def test_given_ack_reply_lost_after_it_was_applied_then_nothing_is_redelivered(world: World) -> None:
     job = world.submit()
     world.executor_redis().faults.fail_next("ack", after=True)
 
-    assert world.drain() == [None]
+    assert world.drain() == [Disposition.LEFT_PENDING]
     world.clock.advance(REDELIVER_AFTER_MS)
     world.reap()
 
@@ -472,7 +532,7 @@ def test_given_dead_letter_fails_after_job_marked_dead_then_entry_redelivered_an
     job = world.submit()
     world.executor_redis().faults.fail_next("dead_letter")
 
-    assert world.drain() == [None]
+    assert world.drain() == [Disposition.LEFT_PENDING]
     world.clock.advance(REDELIVER_AFTER_MS)
     world.reap()
     assert world.drain() == [Disposition.STALE]
@@ -487,7 +547,7 @@ def test_given_redis_down_at_the_limiter_when_read_then_left_pending_and_deliver
     job = world.submit(max_concurrency={"key": "pool", "limit": 1})
     world.executor_redis().faults.fail_next("acquire_slot")
 
-    assert world.drain() == [None]
+    assert world.drain() == [Disposition.LEFT_PENDING]
 
     assert (world.job(job).status, world.job(job).attempt) == (JobStatus.SCHEDULED, 0)
     assert world.state()["pending"] == [(member(job), "executor", 1)]
@@ -498,22 +558,21 @@ def test_given_redis_down_at_the_limiter_when_read_then_left_pending_and_deliver
     assert world.state() == idle_state()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ConnectionError,
-    reason="issue 10 defect 6: a transient Redis error ends the executor's loop (run raises) instead of "
-    "being retried until the deadline",
-)
-def test_given_redis_error_mid_loop_when_running_then_the_loop_goes_on_until_its_deadline(
+def test_given_redis_error_mid_loop_when_running_then_it_backs_off_and_goes_on_until_its_deadline(
     world: World,
 ) -> None:
     jobs = [world.submit() for _ in range(2)]
-    world.executor_redis().faults.fail("read_ready", on_call=1)
+    world.executor_redis().faults.fail("read_ready", on_call=1, times=2)
 
-    world.executor().run(deadline_ms=T0 + 5_000, block_ms=100)
+    # The executor backs off in real time (time.sleep), at most until the deadline: a near one keeps
+    # this test fast.
+    processed = world.executor().run(deadline_ms=T0 + 20, block_ms=100)
 
+    assert processed == 2
     assert [world.job(j).status for j in jobs] == [JobStatus.SUCCEEDED] * 2
     assert world.state() == idle_state()
+    assert world.metrics.counts["IndexUnavailable"] == 2
+    assert world.clock.now_ms() >= T0 + 20
 
 
 def test_given_many_ready_jobs_when_running_then_all_delivered_by_the_deadline(world: World) -> None:
@@ -555,10 +614,8 @@ def test_given_dynamodb_down_at_finish_then_the_job_is_delivered_again_once_its_
     assert world.state()["pending"] == [(member(job), "executor", 1)]
 
     world.clock.advance(REDELIVER_AFTER_MS)
-    world.reap()  # re-delivered while the lease still holds: the claim refuses and the entry is dropped
-    assert world.drain() == [Disposition.STALE]
-    assert world.state() == idle_state()
-    world.reap()  # the running job is in no index: reconciliation offers it again after its lease
+    world.reap()  # re-delivered while the lease still holds: the claim puts it off until the lease ends
+    assert world.drain() == [Disposition.DEFERRED]
     assert world.state() == idle_state(due={member(job): LEASE_END + 1}, wake=1)
     world.clock.set(LEASE_END + 1)
     world.promoter().tick()
@@ -583,14 +640,7 @@ def test_given_member_of_unknown_job_when_read_then_dropped(world: World) -> Non
     assert world.memory.zset(redis_keys.due_key(0)) == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=KeyError,
-    reason="issue 10, new defect (the executor's side of defect 5): an entry without a member makes "
-    "read_ready raise while decoding the batch, which ends the executor's loop and strands the good "
-    "entries read with it",
-)
-def test_given_malformed_entry_on_the_stream_when_running_then_the_other_jobs_are_still_delivered(
+def test_given_malformed_entry_on_the_stream_when_running_then_dead_lettered_and_the_others_delivered(
     world: World,
 ) -> None:
     world.executor()  # the consumer group exists
@@ -600,3 +650,94 @@ def test_given_malformed_entry_on_the_stream_when_running_then_the_other_jobs_ar
     world.executor().run(deadline_ms=T0 + 2_000, block_ms=100)
 
     assert world.job(job).status is JobStatus.SUCCEEDED
+    assert world.state() == idle_state(dead=[{"m": "", "reason": "malformed_entry", "at": str(T0)}])
+    assert world.metrics.counts["MalformedEntries"] == 1
+
+
+# A claim that must wait (NotYet).
+
+
+def test_given_entry_ahead_of_its_due_time_when_read_then_put_off_until_then_without_an_attempt(
+    world: World,
+) -> None:
+    job = world.submit(delay_s=30)
+    world.index.index(job.member(), job.shard, T0, T0)  # a copy on the stream now (an early index)
+
+    assert world.drain() == [Disposition.DEFERRED]
+
+    after = world.job(job)
+    assert (after.status, after.attempt) == (JobStatus.SCHEDULED, 0)
+    assert world.callbacks.requests == []
+    assert world.state() == idle_state(due={member(job): T0 + 30_000}, wake=1)
+    assert world.metrics.counts["ClaimDeferred"] == 1
+    world.clock.set(T0 + 29_999)
+    assert world.promoter().tick().moved == 0
+    world.clock.set(T0 + 30_000)
+    world.promoter().tick()
+    assert world.drain() == [Disposition.SUCCEEDED]
+    assert attempt_headers(world) == ["1"]
+
+
+# Recovery inside the executor's loop (no reaper needed).
+
+
+def crash_reading(world: World, consumer: str = "doomed") -> None:
+    """Makes consumer read every ready entry and die holding them."""
+    doomed = world.redis(consumer)
+    doomed.ensure_group(0)
+    doomed.read_ready([0], 100, 0)
+
+
+def test_given_entry_of_a_crashed_executor_when_another_runs_then_it_redelivers_it_itself_and_delivers(
+    world: World,
+) -> None:
+    job = world.submit()
+    crash_reading(world)
+    world.clock.advance(REDELIVER_AFTER_MS)
+
+    processed = world.executor().run(deadline_ms=world.clock.now_ms() + 500, block_ms=100)
+
+    assert processed == 1
+    assert world.job(job).status is JobStatus.SUCCEEDED
+    assert world.metrics.counts["Redelivered"] == 1
+    assert world.state() == idle_state()
+
+
+def test_given_recovery_pass_meets_a_redis_blip_then_the_loop_goes_on_and_the_next_pass_recovers(
+    world: World,
+) -> None:
+    stranded = world.submit()
+    crash_reading(world)
+    world.clock.advance(REDELIVER_AFTER_MS)
+    start = world.clock.now_ms()
+    world.executor_redis().faults.fail("redeliver", on_call=1)
+    fresh = world.submit()
+
+    world.executor().run(deadline_ms=start + 3_000, block_ms=100)
+
+    assert world.metrics.counts["RecoveryErrors"] == 1
+    assert [world.job(j).status for j in (fresh, stranded)] == [JobStatus.SUCCEEDED] * 2
+    assert world.metrics.counts["Redelivered"] == 1  # by the pass recover_every_ms (2 s) later
+    assert world.state() == idle_state()
+
+
+def test_given_entry_out_of_deliveries_when_an_executor_recovers_then_the_job_is_dead_lettered(
+    world: World,
+) -> None:
+    job = world.submit()
+    for n in range(MAX_DELIVERIES - 1):
+        crash_reading(world, f"doomed{n}")
+        world.clock.advance(REDELIVER_AFTER_MS)
+        world.reap()
+    crash_reading(world, "doomed-last")
+    world.clock.advance(REDELIVER_AFTER_MS)
+    start = world.clock.now_ms()
+
+    assert world.executor().run(deadline_ms=start + 100, block_ms=100) == 0
+
+    after = world.job(job)
+    assert (after.status, after.last_error, after.attempt) == (JobStatus.DEAD, "deliveries_exhausted", 0)
+    assert world.state() == idle_state(
+        dead=[{"m": member(job), "reason": "deliveries_exhausted", "at": str(start)}]
+    )
+    assert world.callbacks.requests == []

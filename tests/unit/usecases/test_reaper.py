@@ -1,7 +1,8 @@
 """Reaper on fakes: re-delivery of crashed executors' entries, dead-lettering, and rebuilding lost indexes.
 
 An executor "crashes" by reading entries and doing nothing more (they stay pending under its consumer).
-Entries idle for REDELIVER_AFTER_MS are re-delivered; the MAX_DELIVERIES-th delivery is the last.
+Entries idle for REDELIVER_AFTER_MS are re-delivered; the MAX_DELIVERIES-th delivery is the last. The
+reaper's sleeps (its back-off from a Redis blip, watch's interval) spend the frozen clock.
 """
 
 from __future__ import annotations
@@ -11,11 +12,22 @@ import pytest
 from hookline.adapters.redis import keys as redis_keys
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.delivery import Finish
-from hookline.domain.models import JobStatus
+from hookline.domain.models import Job, JobStatus
 from hookline.usecases.execute import Disposition
+from hookline.usecases.reap import ReapReport
 from tests.fakes.callbacks import ok
 from tests.fakes.faults import DynamoUnavailable
-from tests.unit.usecases.world import MAX_DELIVERIES, REDELIVER_AFTER_MS, T0, World, entry, idle_state, member
+from tests.unit.usecases.world import (
+    GROUP,
+    LEASE_MS,
+    MAX_DELIVERIES,
+    REDELIVER_AFTER_MS,
+    T0,
+    World,
+    entry,
+    idle_state,
+    member,
+)
 
 READY = redis_keys.ready_stream(0)
 
@@ -42,13 +54,15 @@ def test_given_entry_of_a_crashed_executor_when_idle_past_the_lease_then_redeliv
     crash_reading(world, "doomed")
 
     world.clock.advance(REDELIVER_AFTER_MS - 1)
-    assert world.reaper().run(T0 + 60_000).redelivered == 0
+    assert world.reaper().run(world.clock.now_ms() + 60_000).redelivered == 0
     assert world.state()["pending"] == [(member(job), "doomed", 1)]
     world.clock.advance(1)
-    report = world.reaper().run(T0 + 60_000)
+    report = world.reaper().run(world.clock.now_ms() + 60_000)
 
     assert (report.redelivered, report.dead_lettered, report.reindexed) == (1, 0, 0)
-    assert world.state() == idle_state(ready=[entry(job.member(), 1)], inflight={member(job): T0 + 1_000})
+    assert world.state() == idle_state(
+        ready=[entry(job.member(), 1)], inflight={member(job): T0 + REDELIVER_AFTER_MS}
+    )
     assert world.drain() == [Disposition.SUCCEEDED]
     assert world.state() == idle_state()
 
@@ -105,11 +119,6 @@ def test_given_dynamodb_down_when_dead_lettering_then_entry_kept_and_dead_letter
     assert world.state()["pending"] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 10 defect 4: the reaper dead-letters a job whose attempt still holds an unexpired lease "
-    "(mark_dead's condition admits a running job), so a delivery in flight ends as dead",
-)
 def test_given_last_delivery_in_flight_when_its_entry_is_exhausted_then_the_attempt_keeps_the_job(
     world: World,
 ) -> None:
@@ -118,41 +127,54 @@ def test_given_last_delivery_in_flight_when_its_entry_is_exhausted_then_the_atte
         crash_reading(world, f"doomed{n}")
         world.clock.advance(REDELIVER_AFTER_MS)
         world.reap()
+    seen: dict[str, object] = {}
 
     def slow(request: CallbackRequest) -> CallbackResult:
-        world.clock.advance(REDELIVER_AFTER_MS)  # well inside the 31 s lease
-        world.reap()
+        # The entry's beats stopped (a Redis blip) while the lease, claimed just now, still runs.
+        world.clock.advance(REDELIVER_AFTER_MS)
+        seen["report"] = world.reaper().run(world.clock.now_ms() + 60_000)
+        seen["during"] = world.job(job)
         return ok()
 
     world.callbacks.then(slow)
+    claimed_at = world.clock.now_ms()
 
-    world.drain()
+    assert world.drain() == [Disposition.SUCCEEDED]
 
+    report, during = seen["report"], seen["during"]
+    assert isinstance(report, ReapReport) and isinstance(during, Job)
+    assert report.dead_lettered == 0
+    # While the reaper ran, the attempt still held the job under its lease: it was not killed.
+    assert (during.status, during.attempt, during.lease_expires_at_ms) == (
+        JobStatus.RUNNING,
+        1,
+        claimed_at + LEASE_MS,
+    )
     after = world.job(job)
     assert (after.status, after.attempt) == (JobStatus.SUCCEEDED, 1)
-    assert world.state()["dead"] == []
+    assert world.state() == idle_state()  # the exhausted entry was only acknowledged
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 10 defect 5: one malformed stream entry aborts the reaper (redeliver raises), so the "
-    "entries after it are never re-delivered and nothing is reconciled",
-)
-def test_given_malformed_entry_pending_when_reaped_then_the_other_entries_are_still_recovered(
+def test_given_malformed_entry_pending_when_reaped_then_dead_lettered_and_the_other_entries_recovered(
     world: World,
 ) -> None:
     world.executor()  # the consumer group exists
     world.memory.add_entry(READY, {"d": "0"})  # no member: written by something else, or cut short
     job = world.submit()
-    with pytest.raises(KeyError):
-        crash_reading(world, "doomed")  # both entries were delivered to it before the decoding failed
+    world.memory.read_raw(READY, GROUP, "doomed")  # an executor that died right after its read
     world.clock.advance(REDELIVER_AFTER_MS)
 
     report = world.reaper().run(world.clock.now_ms() + 60_000)
 
-    assert report.redelivered == 1
-    assert report.reconcile_complete == {0: True}
-    assert entry(job.member(), 1) in world.state()["ready"]
+    assert (report.redelivered, report.malformed, report.reconcile_complete) == (1, 1, {0: True})
+    now = world.clock.now_ms()
+    assert world.state() == idle_state(
+        ready=[entry(job.member(), 1)],
+        inflight={member(job): now},
+        dead=[{"m": "", "reason": "malformed_entry", "at": str(now)}],
+    )
+    assert world.metrics.counts["MalformedEntries"] == 1
+    assert world.drain() == [Disposition.SUCCEEDED]
 
 
 def test_given_redis_lost_everything_when_reaped_then_every_live_job_indexed_again(world: World) -> None:
@@ -190,10 +212,73 @@ def test_given_more_live_jobs_than_a_page_when_reconciled_then_all_seen(world: W
     assert set(world.state()["due"]) == {member(j) for j in jobs}
 
 
-def test_given_deadline_passed_when_reaped_then_reconciliation_reports_incomplete(world: World) -> None:
+def test_given_deadline_passed_when_reaped_then_nothing_is_done_and_no_shard_reported(world: World) -> None:
     world.submit()
     world.memory.flushall()
 
     report = world.reaper().run(T0)
 
-    assert (report.live_seen, report.reindexed, report.reconcile_complete) == (0, 0, {0: False})
+    assert report == ReapReport()
+    assert world.state() == idle_state()
+
+
+# Redis failing in the reaper's loops.
+
+
+def test_given_redis_blip_mid_run_when_reaping_then_it_backs_off_and_reaps_the_shard_again(
+    world: World,
+) -> None:
+    job = world.submit()
+    crash_reading(world, "doomed")
+    world.clock.advance(REDELIVER_AFTER_MS)
+    redis = world.redis("reaper")
+    redis.faults.fail("redeliver", on_call=1, times=2)
+    start = world.clock.now_ms()
+
+    report = world.reaper(redis).run(start + 60_000)
+
+    assert (report.redelivered, report.reconcile_complete) == (1, {0: True})
+    assert world.metrics.counts["IndexUnavailable"] == 2
+    assert world.clock.now_ms() == start + 100 + 200  # backed off 100 ms, then 200 ms
+    assert world.state() == idle_state(ready=[entry(job.member(), 1)], inflight={member(job): start + 300})
+
+
+def test_given_redis_down_until_the_deadline_when_reaping_then_it_returns_at_the_deadline_incomplete(
+    world: World,
+) -> None:
+    job = world.submit()
+    crash_reading(world, "doomed")
+    world.clock.advance(REDELIVER_AFTER_MS)
+    redis = world.redis("reaper")
+    redis.faults.fail("ensure_group", on_call=1, times=1_000)
+    deadline = world.clock.now_ms() + 5_000
+
+    report = world.reaper(redis).run(deadline)
+
+    assert (report.redelivered, report.reconcile_complete) == (0, {0: False})
+    assert world.clock.now_ms() == deadline  # the last back-off is cut short at the deadline
+    # 100 + 200 + 400 + 800 + 1 000 + 1 000 + 1 000 + the last 500 ms: eight tries, then the deadline.
+    assert world.metrics.counts["IndexUnavailable"] == 8
+    assert world.state()["pending"] == [(member(job), "doomed", 1)]
+
+
+def test_given_redis_flushed_while_watching_then_the_shard_is_rebuilt_at_the_next_check(world: World) -> None:
+    later = world.submit(delay_s=60)
+    redis = world.redis("reaper")
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        if not slept:
+            world.memory.flushall()  # a fail-over to an empty replica, between two checks
+            redis.faults.fail_next("marks")  # and the next check's first read meets the fail-over
+        slept.append(seconds)
+        world.sleep(seconds)
+
+    report = world.reaper(redis, sleep=sleep).watch(T0 + 3_000)
+
+    assert report.rebuilt == [0, 0]  # the first pass (a new Redis), then after the flush
+    assert report.reindexed == 1
+    assert world.state()["due"] == {member(later): T0 + 60_000}
+    assert world.metrics.counts["IndexUnavailable"] == 1
+    assert world.clock.now_ms() == T0 + 3_000
+    assert slept[:2] == [1.0, 0.1]  # the first interval, then the back-off from the failed check

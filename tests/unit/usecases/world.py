@@ -2,21 +2,29 @@
 
 Use cases are built on demand, each Redis user with its own consumer name (as separate processes), all
 sharing the same memory and tables, so a test can interleave two executors and a reaper exactly.
+
+Lease timings (TIMING) are those of production scaled by ten, on the frozen clock. The heartbeat's threads
+wait HEARTBEAT_MS of real time between beats (10 s), so in these millisecond tests they never beat: an
+attempt's entry turns idle and its lease runs out as the test moves the clock, as for a stalled executor.
+tests/unit/usecases/test_heartbeat.py drives the heartbeat itself.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hookline.adapters.redis import keys as redis_keys
 from hookline.domain.clock import FrozenClock
+from hookline.domain.leases import LeaseTiming
 from hookline.domain.models import Job, JobRequest, Member
 from hookline.usecases.execute import Disposition, Executor
 from hookline.usecases.manage import JobManager
 from hookline.usecases.promote import Promoter
 from hookline.usecases.reap import Reaper
+from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.submit import JobSubmitter
 from tests.fakes.callbacks import ScriptedCallbacks
 from tests.fakes.index import FakeIndex
@@ -30,8 +38,17 @@ T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 TENANT = "acme"
 URL = "https://receiver.example/hook"
 GROUP = redis_keys.CONSUMER_GROUP
-LEASE_MARGIN_MS = 1_000
-REDELIVER_AFTER_MS = 1_000
+LEASE_MS = 100_000
+REDELIVER_AFTER_MS = 80_000
+HEARTBEAT_MS = 10_000
+TIMING = LeaseTiming(
+    lease_ms=LEASE_MS,
+    margin_ms=2_000,
+    renew_below_ms=50_000,
+    heartbeat_ms=HEARTBEAT_MS,
+    redeliver_after_ms=REDELIVER_AFTER_MS,
+    recover_every_ms=2_000,
+)
 MAX_DELIVERIES = 3
 BACKOFF_S = 1.0  # min = max backoff: every retry waits exactly this long (jitter has no room)
 
@@ -48,13 +65,17 @@ class World:
 
     def __post_init__(self) -> None:
         self.memory = RedisMemory(self.clock)
-        self.store = FakeJobStore(self.tables, lease_margin_ms=LEASE_MARGIN_MS)
+        self.store = FakeJobStore(self.tables, lease_ms=LEASE_MS)
         self.index = self.redis("submitter")
         self._executors: dict[str, tuple[FakeIndex, Executor]] = {}
 
     def redis(self, consumer: str) -> FakeIndex:
         """Returns the Redis roles as one process (consumer) sees them."""
-        return FakeIndex(self.memory, consumer)
+        return FakeIndex(self.memory, consumer, metrics=self.metrics)
+
+    def sleep(self, seconds: float) -> None:
+        """Spends a use case's sleep on the frozen clock (at least 1 ms, so loops move on)."""
+        self.clock.advance(max(1, round(seconds * 1000)))
 
     def submitter(self) -> JobSubmitter:
         """Returns the submit use case (every URL allowed)."""
@@ -72,20 +93,22 @@ class World:
             redis = self.redis(consumer)
             for shard in range(self.shards):
                 redis.ensure_group(shard)
-            executor = Executor(
-                self.store,
-                redis,
-                redis,
-                redis,
-                self.clock,
-                self.callbacks,
-                StaticSecrets(),
-                self.metrics,
-                list(range(self.shards)),
-                concurrency=4,
-                rng=random.Random(7),
-                **options,
-            )
+            parts: dict[str, Any] = {
+                "store": self.store,
+                "stream": redis,
+                "due": redis,
+                "limiters": redis,
+                "clock": self.clock,
+                "callbacks": self.callbacks,
+                "secrets": StaticSecrets(),
+                "metrics": self.metrics,
+                "shards": list(range(self.shards)),
+                "concurrency": 4,
+                "rng": random.Random(7),
+                "timing": TIMING,
+                "max_deliveries": MAX_DELIVERIES,
+            }
+            executor = Executor(**{**parts, **options})
             self._executors[consumer] = (redis, executor)
         return self._executors[consumer][1]
 
@@ -98,11 +121,17 @@ class World:
         """Processes, in this thread, every entry ready now, as consumer."""
         return self.executor(consumer).drain()
 
-    def reaper(self, redis: FakeIndex | None = None, store: FakeJobStore | None = None) -> Reaper:
-        """Returns a reaper (consumer "reaper") with short leases."""
+    def reaper(
+        self,
+        redis: FakeIndex | None = None,
+        store: FakeJobStore | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> Reaper:
+        """Returns a reaper (consumer "reaper") with the world's timings, whose sleeps spend the clock."""
         redis = redis or self.redis("reaper")
+        store = store or self.store
         return Reaper(
-            store or self.store,
+            store,
             redis,
             redis,
             self.clock,
@@ -110,6 +139,8 @@ class World:
             self.metrics,
             redeliver_after_ms=REDELIVER_AFTER_MS,
             max_deliveries=MAX_DELIVERIES,
+            jobs=JobReconciler(store, redis, redis, self.clock),
+            sleep=sleep or self.sleep,
         )
 
     def reap(self) -> None:
@@ -118,16 +149,12 @@ class World:
 
     def promoter(self, redis: FakeIndex | None = None, **options: Any) -> Promoter:
         """Returns a promoter whose sleeps advance the frozen clock."""
-
-        def sleep(seconds: float) -> None:
-            self.clock.advance(max(1, round(seconds * 1000)))
-
         return Promoter(
             redis or self.redis("promoter"),
             self.clock,
             list(range(self.shards)),
             self.metrics,
-            sleep=sleep,
+            sleep=self.sleep,
             **options,
         )
 

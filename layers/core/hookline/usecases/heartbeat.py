@@ -85,7 +85,11 @@ class Heartbeat:
             self._stream.heartbeat(entries)
 
     def renew_leases(self) -> None:
-        """Renews every lease with less than renew_below_ms left (one conditional write each)."""
+        """Renews every lease with less than renew_below_ms left (one conditional write each).
+
+        A renewal that fails is counted (HeartbeatErrors) and tried again at the next beat; it never keeps
+        the others from being renewed.
+        """
         now_ms = self._clock.now_ms()
         with self._lock:
             due = [
@@ -106,6 +110,13 @@ class Heartbeat:
                 with self._lock:
                     hold.lost = True
                 self._metrics.count("LeaseLost")
+                continue
+            except Exception:
+                # This write failed (a throttled partition, a timeout): the lease holds until it expires and
+                # the next beat tries again. The other holds due are still renewed, or one failing item
+                # (always first in line) would let every other lease run out and be taken over.
+                logger.warning("lease renewal failed", exc_info=True, extra={"job_id": hold.job.job_id})
+                self._metrics.count("HeartbeatErrors")
                 continue
             with self._lock:
                 hold.lease_expires_at_ms = max(hold.lease_expires_at_ms, lease_ms)

@@ -1,0 +1,106 @@
+"""JobStore.live_jobs contract: the live index as reconciliation reads it, fake and moto alike.
+
+A shard's live jobs in live_due_ms order (a waiting job's due time, a running one's lease expiry), each as
+the index projects it (LiveJob, never a body), optionally only those that can be overdue by a horizon, in
+pages whose cursor is an opaque string a caller may keep between invocations.
+"""
+
+from __future__ import annotations
+
+from hookline.domain.delivery import Finish
+from hookline.domain.models import FlowControl, Job, JobStatus
+from hookline.domain.reconcile import LiveJob
+from tests.contract.conftest import LEASE_MS, DynamoBackend
+from tests.contract.test_job_store import NOW, stored
+
+
+def live(job: Job) -> LiveJob:
+    """Returns what the live index says of job."""
+    return LiveJob(
+        job.tenant,
+        job.job_id,
+        job.status,
+        job.generation,
+        job.due_ms,
+        job.shard,
+        job.flow,
+        job.lease_expires_at_ms,
+    )
+
+
+def read_all(backend: DynamoBackend, page: int, due_before_ms: int | None = None) -> list[LiveJob]:
+    """Pages through the shard's live jobs (up to the horizon) until the cursor runs out."""
+    found: list[LiveJob] = []
+    cursor = None
+    for _ in range(100):
+        jobs, cursor = backend.jobs.live_jobs(backend.shard, cursor, page, due_before_ms)
+        assert cursor is None or isinstance(cursor, str)
+        found += jobs
+        if cursor is None:
+            return found
+    raise AssertionError("live_jobs did not end")
+
+
+def test_given_live_and_finished_jobs_when_paged_then_live_ones_in_due_order_as_projected(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    due_order = [stored(dynamo_backend, due_ms=NOW + offset) for offset in (500, 100, 300, 200, 400)]
+    stored(dynamo_backend, status=JobStatus.SUCCEEDED)
+    plain = stored(dynamo_backend, due_ms=NOW + 450, flow=FlowControl())
+    dynamo_backend.jobs.cancel(due_order[0].tenant, due_order[0].job_id, NOW)
+
+    first, cursor = dynamo_backend.jobs.live_jobs(dynamo_backend.shard, None, 3)
+    second, end = dynamo_backend.jobs.live_jobs(dynamo_backend.shard, cursor, 3)
+
+    by_due = sorted([*due_order[1:], plain], key=lambda job: job.due_ms)
+    assert first == [live(job) for job in by_due[:3]]
+    assert second == [live(job) for job in by_due[3:]]
+    assert isinstance(cursor, str) and end is None
+
+
+def test_given_running_job_then_listed_at_its_lease_expiry_and_moved_by_a_renewal(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    early, late = (
+        stored(dynamo_backend, due_ms=NOW + 1_000),
+        stored(dynamo_backend, due_ms=NOW + LEASE_MS + 500),
+    )
+    job = dynamo_backend.jobs.claim(stored(dynamo_backend).member(), NOW).job  # lease ends NOW + LEASE_MS
+
+    assert read_all(dynamo_backend, 10) == [live(early), live(job), live(late)]
+    dynamo_backend.jobs.renew_lease(job, NOW + LEASE_MS + 1_000)
+    renewed = job.with_changes(lease_expires_at_ms=NOW + LEASE_MS + 1_000)
+    assert read_all(dynamo_backend, 10) == [live(early), live(late), live(renewed)]
+    dynamo_backend.jobs.finish(renewed, Finish(JobStatus.SCHEDULED, 503, "status 503", NOW + 5), [], NOW + 1)
+    retry = dynamo_backend.jobs.get(job.tenant, job.job_id)
+    assert read_all(dynamo_backend, 10) == [live(retry), live(early), live(late)]
+
+
+def test_given_a_horizon_then_only_jobs_that_can_be_overdue_by_then_inclusive(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    jobs = [stored(dynamo_backend, due_ms=NOW + offset) for offset in (0, 999, 1_000, 1_001, 60_000)]
+    held = dynamo_backend.jobs.claim(stored(dynamo_backend).member(), NOW).job  # lease ends after the horizon
+
+    assert read_all(dynamo_backend, 2, due_before_ms=NOW + 1_000) == [live(job) for job in jobs[:3]]
+    assert read_all(dynamo_backend, 100, due_before_ms=NOW - 1) == []
+    assert read_all(dynamo_backend, 100, due_before_ms=NOW + LEASE_MS) == [
+        *(live(job) for job in jobs[:4]),
+        live(held),
+    ]
+
+
+def test_given_a_kept_cursor_when_jobs_arrive_then_the_scan_goes_on_after_its_position(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    jobs = [stored(dynamo_backend, due_ms=NOW + offset) for offset in (100, 200, 300)]
+    first, cursor = dynamo_backend.jobs.live_jobs(dynamo_backend.shard, None, 2, NOW + 10_000)
+    before = stored(dynamo_backend, due_ms=NOW + 150)  # behind the cursor: the next scan finds it
+    after = stored(dynamo_backend, due_ms=NOW + 250)
+
+    rest, end = dynamo_backend.jobs.live_jobs(dynamo_backend.shard, cursor, 10, NOW + 10_000)
+
+    assert first == [live(job) for job in jobs[:2]]
+    assert rest == [live(after), live(jobs[2])]
+    assert end is None
+    assert live(before) in read_all(dynamo_backend, 10, NOW + 10_000)
