@@ -9,7 +9,6 @@ account. A loopback forwarder keeps the API at http://127.0.0.1:3000 and serves 
 from __future__ import annotations
 
 import os
-import shlex
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -26,7 +25,7 @@ from hookline_local.emulator import discard_scratch, emulator_python, python_ver
 from hookline_local.forwarder import Forwarder
 from hookline_local.gateway import GatewayServer
 from hookline_local.sink import SINK_PATH, RequestBin
-from hookline_local.stack import DEV_TENANT, REGION, _development_key
+from hookline_local.stack import DEV_TENANT, REGION, _development_key, write_env_file
 from hookline_local.template import find_template, load_template
 
 STACK_NAME = "hookline"
@@ -148,16 +147,7 @@ class DeployedStack:
         self.started_in_s = time.monotonic() - started
 
     def _write_env_file(self) -> None:
-        lines = [
-            "# Written by `hookline dev`, valid while it runs. Load: set -a; . .hookline/dev.env; set +a",
-            *(f"{name}={shlex.quote(value)}" for name, value in sorted(self.environment.items())),
-            f"HOOKLINE_API={shlex.quote(self.api_url)}",
-            f"HOOKLINE_KEY={shlex.quote(self.api_key)}",
-            f"HOOKLINE_SIGNING_SECRET={shlex.quote(self.signing_secret)}",
-        ]
-        self.env_file.parent.mkdir(parents=True, exist_ok=True)
-        self.env_file.touch(mode=0o600)
-        self.env_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_env_file(self.env_file, self.environment, self.api_url, self.api_key, self.signing_secret)
 
     def stop(self) -> None:
         """Stops the forwarder, then the emulator (with its Lambda workers), then redis-server."""

@@ -11,7 +11,7 @@ import os
 import shlex
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -194,16 +194,7 @@ class LocalStack:
         self.timers = [(timer.function_id, timer.rate_s) for timer in timer_specs]
 
     def _write_env_file(self) -> None:
-        lines = [
-            "# Written by `hookline dev`, valid while it runs. Load: set -a; . .hookline/dev.env; set +a",
-            *(f"{name}={shlex.quote(value)}" for name, value in sorted(self.environment.items())),
-            f"HOOKLINE_API={shlex.quote(self.api_url)}",
-            f"HOOKLINE_KEY={shlex.quote(self.api_key)}",
-            f"HOOKLINE_SIGNING_SECRET={shlex.quote(self.signing_secret)}",
-        ]
-        self.env_file.parent.mkdir(parents=True, exist_ok=True)
-        self.env_file.touch(mode=0o600)
-        self.env_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_env_file(self.env_file, self.environment, self.api_url, self.api_key, self.signing_secret)
 
     @property
     def pids(self) -> dict[str, int]:
@@ -294,3 +285,19 @@ def _development_key(store: DynamoKeyStore) -> tuple[str, str]:
     secrets = store.get_signing_secrets(DEV_TENANT)
     assert secrets is not None
     return api_key, secrets.current
+
+
+def write_env_file(
+    path: Path, environment: Mapping[str, str], api_url: str, api_key: str, signing_secret: str
+) -> None:
+    """Writes the stack's environment for the CLI (owner-only: it holds the key and the signing secret)."""
+    lines = [
+        "# Written by `hookline dev`, valid while it runs. Load: set -a; . .hookline/dev.env; set +a",
+        *(f"{name}={shlex.quote(value)}" for name, value in sorted(environment.items())),
+        f"HOOKLINE_API={shlex.quote(api_url)}",
+        f"HOOKLINE_KEY={shlex.quote(api_key)}",
+        f"HOOKLINE_SIGNING_SECRET={shlex.quote(signing_secret)}",
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
