@@ -14,14 +14,15 @@ from hookline.plumbing.wiring import Container
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
-container = Container(Settings.from_env(), metrics=PowertoolsMetrics(metrics))
+sink = PowertoolsMetrics(metrics)
+container = Container(Settings.from_env(), metrics=sink)
 # Stop taking work early enough for the longest callback to finish before the invocation ends.
 RESERVE_MS = int((constants.MAX_TIMEOUT_S + constants.LEASE_MARGIN_S) * 1000)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@sink.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Reads the ready streams and delivers with bounded concurrency."""
     processed = container.executor.run(deadline_ms(container.clock, context, RESERVE_MS))

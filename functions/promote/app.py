@@ -17,12 +17,13 @@ from hookline.plumbing.wiring import Container
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
-container = Container(Settings.from_env(), metrics=PowertoolsMetrics(metrics))
+sink = PowertoolsMetrics(metrics)
+container = Container(Settings.from_env(), metrics=sink)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@sink.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Promotes due jobs in a loop (EventBridge starts one invocation a minute; overlaps are safe)."""
     moved = container.fan_out.promote_until(container.promoter, deadline_ms(container.clock, context))

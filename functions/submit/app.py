@@ -20,7 +20,8 @@ warnings.filterwarnings("ignore", message=NO_METRICS_WARNING)
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
-context.use(Container(Settings.from_env(), metrics=PowertoolsMetrics(metrics)))
+sink = PowertoolsMetrics(metrics)
+context.use(Container(Settings.from_env(), metrics=sink))
 app = APIGatewayRestResolver(enable_validation=True)
 app.include_router(jobs.router)
 app.include_router(dead_letters.router)
@@ -32,7 +33,7 @@ errors.register(app)
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@sink.log_metrics
 def handler(event: dict[str, Any], lambda_context: LambdaContext) -> dict[str, Any]:
     """Routes one API Gateway proxy event (authenticated, rate-limited and size-checked first)."""
     return gate.handle(app, event, lambda_context)

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from standardwebhooks import Webhook
 
-from hookline.adapters.http.client import HttpCallbackClient
+from hookline.adapters.http.client import ERROR_MESSAGE_CHARS, HttpCallbackClient
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.clock import FrozenClock
-from hookline.domain.constants import MAX_SAME_HOST_REDIRECTS, RESPONSE_BODY_PREVIEW_BYTES
+from hookline.domain.constants import RESPONSE_BODY_PREVIEW_BYTES
 from hookline.domain.signing import callback_headers, new_signing_secret
+from tests.support.raw_http import Handler, RawConnection, RawServer, replying
 from tests.support.receiver import Receiver, Reply
 
 pytestmark = pytest.mark.integration
@@ -117,42 +118,52 @@ def test_given_closed_port_when_delivered_then_connect_error(client: HttpCallbac
     assert (result.error_class, result.status_code, result.retryable) == ("connect_error", None, True)
 
 
-def test_given_same_host_redirect_when_delivered_then_followed(
-    receiver: Receiver, client: HttpCallbackClient
+@pytest.mark.parametrize(
+    ("status", "location"),
+    [
+        (307, "/moved"),
+        (302, "{same}/final"),
+        (308, "http://localhost:{port}/x"),  # same machine, another host
+        (301, "http://169.254.169.254/latest/meta-data/"),
+        (303, "http://[::1"),  # not even a URL: urljoin raised on it
+        (300, None),
+    ],
+)
+def test_given_3xx_when_delivered_then_not_followed_and_permanent_with_its_status(
+    receiver: Receiver, client: HttpCallbackClient, status: int, location: str | None
 ) -> None:
-    receiver.script("/hook", [Reply(307, headers={"Location": "/moved"})])
-    receiver.script("/moved", [Reply(302, headers={"Location": receiver.url("/final")})])
-    receiver.script("/final", [Reply(201, body=b"done")])
+    headers = (
+        {} if location is None else {"Location": location.format(same=receiver.url(""), port=receiver.port)}
+    )
+    receiver.script("/hook", [Reply(status, headers=headers, body=b"moved")])
+    receiver.script("/moved", [Reply(200)])
+    receiver.script("/final", [Reply(200)])
 
     result = client.deliver(post(receiver.url(), body=b"payload"))
 
-    assert (result.status_code, result.response_preview) == (201, "done")
-    seen = [(r.method, r.path, r.body) for r in receiver.requests]
-    # 307 keeps the method and body; 302 turns POST into GET, as browsers and httpx do.
-    assert seen == [("POST", "/hook", b"payload"), ("POST", "/moved", b"payload"), ("GET", "/final", b"")]
+    assert (result.status_code, result.error_class, result.succeeded, result.retryable) == (
+        status,
+        "redirect_refused",
+        False,
+        False,
+    )
+    assert result.response_preview == "moved"
+    assert f"answered {status}" in (result.error_message or "")
+    assert [(r.method, r.path) for r in receiver.requests] == [("POST", "/hook")]
 
 
-def test_given_cross_host_redirect_when_delivered_then_refused(
+def test_given_redirect_to_another_receiver_when_delivered_then_that_receiver_sees_nothing(
     receiver: Receiver, client: HttpCallbackClient
 ) -> None:
-    # localhost and 127.0.0.1 are the same machine but different hosts to the redirect rule.
-    receiver.script("/hook", [Reply(302, headers={"Location": f"http://localhost:{receiver.port}/x"})])
+    with Receiver() as elsewhere:
+        elsewhere.script("/x", [Reply(200)])
+        receiver.script("/hook", [Reply(307, headers={"Location": elsewhere.url("/x")})])
 
-    result = client.deliver(post(receiver.url()))
+        result = client.deliver(post(receiver.url()))
 
-    assert (result.error_class, result.status_code, result.retryable) == ("redirect_refused", 302, False)
-    assert [r.path for r in receiver.requests] == ["/hook"]
-
-
-def test_given_redirect_loop_when_delivered_then_too_many_redirects(
-    receiver: Receiver, client: HttpCallbackClient
-) -> None:
-    receiver.script("/loop", [Reply(308, headers={"Location": "/loop"})] * (MAX_SAME_HOST_REDIRECTS + 1))
-
-    result = client.deliver(post(receiver.url("/loop")))
-
-    assert (result.error_class, result.retryable) == ("too_many_redirects", False)
-    assert len(receiver.requests) == MAX_SAME_HOST_REDIRECTS + 1
+        # deliver is synchronous: a followed redirect would have been answered before it returned.
+        assert (result.status_code, result.error_class) == (307, "redirect_refused")
+        assert elsewhere.requests == []
 
 
 def test_given_huge_response_when_delivered_then_only_preview_kept(
@@ -365,3 +376,252 @@ def test_given_dns_hangs_when_delivered_then_the_attempt_ends_at_its_timeout(rec
     assert (result.error_class, result.retryable) == ("timeout", True)
     assert 0.25 <= waited_s < 2.0
     assert receiver.requests == []
+
+
+# A receiver controls every byte of its answer; none of it may make deliver raise or hold unbounded memory.
+
+
+@pytest.mark.parametrize(
+    ("raw_value", "expected_s"),
+    [
+        (b"\xb2", None),  # latin-1 "2 superscript": str.isdigit() says yes, float() says no
+        (b"\xb9\xb2", None),
+        (b"1\xb2", None),
+        (b"\xbd", None),
+        (b"-5", None),
+        (b"1.5", None),
+        (b"1e9", None),
+        (b"nan", None),
+        (b"inf", None),
+        (b"0x10", None),
+        (b"", None),
+        (b"\x80\xff", None),
+        (b"9" * 5000, 86_400.0),  # int() refuses past 4300 digits; capped at a day instead
+        (b"Fri, 31 Dec 9999 23:59:59 -2359", 86_400.0),
+        (b"Tue, 14 Nov 2023 22:14:20 +2400", None),  # no such offset
+        (b"Mon, 01 Jan 0000 00:00:00 GMT", 0.0),
+        (b"Tue Nov 14 22:14:20 2023", 60.0),  # asctime: GMT without saying so
+        (b"Tuesday, 14-Nov-23 22:14:20 GMT", 60.0),  # RFC 850
+    ],
+)
+@pytest.mark.parametrize("status", [200, 503])
+def test_given_odd_retry_after_when_delivered_then_outcome_recorded_and_value_parsed_or_ignored(
+    client: HttpCallbackClient, status: int, raw_value: bytes, expected_s: float | None
+) -> None:
+    raw = b"HTTP/1.1 %d X\r\nRetry-After: %s\r\nContent-Length: 2\r\n\r\nok" % (status, raw_value)
+
+    with RawServer(replying(raw)) as server:
+        result = client.deliver(post(server.url()))
+
+    assert (result.status_code, result.error_class, result.response_preview) == (status, None, "ok")
+    assert result.succeeded is (status == 200)
+    assert result.retry_after_s == expected_s
+
+
+MALFORMED_RESPONSES = [
+    b"HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 20 OK\r\n\r\n",
+    b"HTTP/1.1 000 OK\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/2 200\r\n\r\n",
+    b"garbage\r\n\r\n",
+    b"",
+    b"HTTP/1.1 200 OK\r\nX-Bad: a\x00b\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nBad Name: x\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nno colon\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\nx",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999999\r\n\r\nx",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nraw",
+    b"HTTP/1.1 100 Continue\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nX-Long: " + b"\x00" * 50_000 + b"\r\n\r\n",
+]
+
+
+@pytest.mark.parametrize("raw", MALFORMED_RESPONSES, ids=lambda raw: repr(raw[:40]))
+def test_given_malformed_response_when_delivered_then_retryable_failure_with_a_bounded_message(
+    client: HttpCallbackClient, raw: bytes
+) -> None:
+    with RawServer(replying(raw)) as server:
+        result = client.deliver(post(server.url()))
+
+    assert (result.status_code, result.error_class, result.retryable) == (None, "transport_error", True)
+    assert 0 < len(result.error_message or "") <= ERROR_MESSAGE_CHARS
+
+
+def test_given_a_bug_while_reading_the_answer_when_delivered_then_retryable_client_error_logged(
+    receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    class BrokenClock(FrozenClock):
+        def now_ms(self) -> int:
+            raise RuntimeError("clock exploded")
+
+    receiver.script("/hook", [Reply(200)])
+
+    with HttpCallbackClient(allow_loopback=True, clock=BrokenClock(NOW_MS)) as broken:
+        result = broken.deliver(post(receiver.url()))
+
+    assert (result.status_code, result.error_class, result.retryable) == (None, "client_error", True)
+    assert result.error_message == "unexpected RuntimeError in the callback client"
+    (record,) = [r for r in caplog.records if r.name == "hookline.adapters.http.client"]
+    assert record.levelname == "ERROR" and record.exc_info is not None
+
+
+def endless(head: bytes, chunk: bytes) -> Handler:
+    """Returns a handler that sends head, then chunk over and over until the client hangs up."""
+
+    def handle(connection: RawConnection) -> None:
+        connection.read_request()
+        if not connection.send(head):
+            return
+        for _ in range(ENDLESS_CHUNKS):
+            if connection.stop.is_set() or not connection.send(chunk):
+                return
+
+    return handle
+
+
+ENDLESS_CHUNKS = 100_000  # 6.5 GB of 64 KiB chunks: endless, as far as any attempt can tell
+BODY_CHUNK = b"x" * 65536
+
+
+@pytest.mark.parametrize(
+    ("head", "chunk"),
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 104857600\r\n\r\n", BODY_CHUNK),
+        (b"HTTP/1.0 200 OK\r\n\r\n", BODY_CHUNK),  # the body ends when the connection does
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"10000\r\n" + BODY_CHUNK + b"\r\n"),
+        (b"HTTP/1.1 200 OK\r\n", b"X-More: " + b"h" * 1000 + b"\r\n"),  # headers that never end
+    ],
+    ids=["content-length-100MB", "until-close", "chunked", "endless-headers"],
+)
+def test_given_endless_response_when_delivered_then_cut_early_after_bounded_bytes(
+    client: HttpCallbackClient, head: bytes, chunk: bytes
+) -> None:
+    with RawServer(endless(head, chunk)) as server:
+        started = time.monotonic()
+        result = client.deliver(post(server.url(), timeout_s=10.0))
+        elapsed_s = time.monotonic() - started
+        # The client closed the connection: the server's next send fails instead of going on for 6.5 GB.
+        assert server.wait_done(timeout_s=5.0)
+
+    assert elapsed_s < 2.0
+    if head.endswith(b"\r\n\r\n"):
+        assert (result.status_code, len(result.response_preview or "")) == (200, RESPONSE_BODY_PREVIEW_BYTES)
+    else:
+        assert (result.error_class, result.retryable) == ("transport_error", True)
+    # What got out is what the kernel's socket buffers absorbed (about 2.7 MB here), not the stream.
+    (connection,) = server.connections
+    assert connection.sent < 32 * 1024 * 1024
+
+
+def dripping(head: bytes, interval_s: float) -> Handler:
+    """Returns a handler that sends head one byte per interval_s, then a body the same way."""
+
+    def handle(connection: RawConnection) -> None:
+        connection.read_request()
+        for byte in head + b"x" * 100:
+            if connection.stop.wait(interval_s) or not connection.send(bytes([byte])):
+                return
+
+    return handle
+
+
+@pytest.mark.parametrize(
+    "head",
+    [b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", b"HTTP/1.1 200 OK\r\nX-Slow: " + b"s" * 100],
+    ids=["in-body", "in-headers"],
+)
+def test_given_one_byte_per_second_when_deadline_is_before_timeout_then_cut_at_the_deadline(
+    client: HttpCallbackClient, head: bytes
+) -> None:
+    # Every read gets a byte well within any per-read timeout; only a whole-attempt bound ends this.
+    with RawServer(dripping(head, interval_s=1.0)) as server:
+        started = time.monotonic()
+        request = CallbackRequest(server.url(), "POST", {}, b"x", timeout_s=20.0, deadline_s=started + 1.5)
+        result = client.deliver(request)
+        elapsed_s = time.monotonic() - started
+
+    assert (result.error_class, result.status_code, result.retryable) == ("timeout", None, True)
+    assert 1.4 <= elapsed_s < 2.5
+
+
+def test_given_one_byte_per_second_and_no_deadline_when_delivered_then_cut_at_timeout(
+    client: HttpCallbackClient,
+) -> None:
+    with RawServer(dripping(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", interval_s=1.0)) as server:
+        started = time.monotonic()
+        result = client.deliver(post(server.url(), timeout_s=1.5))
+        elapsed_s = time.monotonic() - started
+
+    assert (result.error_class, result.retryable) == ("timeout", True)
+    assert 1.4 <= elapsed_s < 2.5
+
+
+def test_given_receiver_that_never_reads_when_sending_a_large_body_then_cut_at_the_deadline(
+    client: HttpCallbackClient,
+) -> None:
+    def never_reads(connection: RawConnection) -> None:
+        connection.stop.wait(10)
+
+    with RawServer(never_reads) as server:
+        started = time.monotonic()
+        body = b"b" * (64 * 1024 * 1024)  # far more than loopback socket buffers take
+        result = client.deliver(
+            CallbackRequest(server.url(), "POST", {}, body, timeout_s=20.0, deadline_s=started + 1.0)
+        )
+        elapsed_s = time.monotonic() - started
+
+    assert (result.error_class, result.retryable) == ("timeout", True)
+    assert 0.9 <= elapsed_s < 2.0
+
+
+def test_given_listener_whose_queue_is_full_when_connecting_then_cut_at_the_deadline(
+    client: HttpCallbackClient,
+) -> None:
+    # Linux drops SYNs to a listener whose accept queue is full, so the connect hangs until its timeout.
+    with socket.create_server(("127.0.0.1", 0), backlog=0) as listener:
+        port = listener.getsockname()[1]
+        fillers = [socket.socket() for _ in range(3)]
+        for filler in fillers:
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+        try:
+            started = time.monotonic()
+            request = CallbackRequest(
+                f"http://127.0.0.1:{port}/", "POST", {}, b"x", timeout_s=20.0, deadline_s=started + 0.8
+            )
+            result = client.deliver(request)
+            elapsed_s = time.monotonic() - started
+        finally:
+            for filler in fillers:
+                filler.close()
+
+    assert (result.error_class, result.retryable) == ("timeout", True)
+    assert 0.7 <= elapsed_s < 1.8
+
+
+def test_given_deadline_already_passed_when_delivered_then_timeout_without_a_request(
+    receiver: Receiver, client: HttpCallbackClient
+) -> None:
+    request = CallbackRequest(
+        receiver.url(), "POST", {}, b"x", timeout_s=5.0, deadline_s=time.monotonic() - 1
+    )
+
+    result = client.deliver(request)
+
+    assert (result.error_class, result.retryable) == ("timeout", True)
+    assert receiver.requests == []
+
+
+def test_given_name_resolving_to_a_private_address_when_delivered_then_record_does_not_name_it() -> None:
+    def private(host: str, port: int) -> list[str]:
+        return ["10.0.0.5"]
+
+    with HttpCallbackClient(allow_loopback=True, resolver=private) as named:
+        result = named.deliver(post("http://db.internal.example/hook"))
+
+    assert (result.error_class, result.retryable) == ("unsafe_url", False)
+    assert result.error_message == "callback host 'db.internal.example' is not a public address"

@@ -41,13 +41,17 @@ def proxy_event(
     *,
     json_body: Any = None,
     body: str | None = None,
+    raw_body: bytes | None = None,
     headers: Mapping[str, str] | None = None,
     query: Mapping[str, str] | None = None,
     api_key: str | None = None,
     request_id: str | None = None,
 ) -> dict[str, Any]:
     """Returns the proxy event API Gateway (REST) sends for one request, built as the local stack's
-    gateway builds it (the resource is the path itself: no template route matching here)."""
+    gateway builds it (the resource is the path itself: no template route matching here).
+
+    raw_body is put in as a gateway puts bytes in (base64 when not UTF-8); body goes in as given.
+    """
     all_headers = dict(headers or {})
     if json_body is not None:
         body = json.dumps(json_body)
@@ -55,10 +59,11 @@ def proxy_event(
     if api_key is not None:
         all_headers["Authorization"] = f"Bearer {api_key}"
     target = quote(path, safe="/") + (f"?{urlencode(dict(query))}" if query else "")
-    request = HttpRequest(method.upper(), target, list(all_headers.items()))
+    request = HttpRequest(method.upper(), target, list(all_headers.items()), raw_body or b"")
     event = build_event(request, path, {}, STAGE, request_id=request_id or uuid.uuid4().hex)
-    # The body goes in as given, even text no HTTP request could carry (the gate's own checks see it).
-    event["body"], event["isBase64Encoded"] = body, False
+    if raw_body is None:
+        # The body goes in as given, even text no HTTP request could carry (the gate's own checks see it).
+        event["body"], event["isBase64Encoded"] = body, False
     return event
 
 
@@ -133,8 +138,8 @@ def wsgi_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Ite
     query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
     # WSGI hands the path over as latin-1 text of the raw bytes; API Gateway decodes it as UTF-8.
     path = (environ.get("PATH_INFO") or "/").encode("latin-1").decode("utf-8", errors="replace")
-    event = proxy_event(environ["REQUEST_METHOD"], path, headers=headers, query=query or None)
-    event["body"] = raw.decode("utf-8", errors="replace") if raw else None
+    # The body's bytes as sent: one that is not UTF-8 arrives base64-encoded, as through API Gateway.
+    event = proxy_event(environ["REQUEST_METHOD"], path, headers=headers, query=query or None, raw_body=raw)
     response = invoke(event)
     reason = "OK" if response.status < 400 else "Error"
     start_response(f"{response.status} {reason}", list(response.headers.items()))

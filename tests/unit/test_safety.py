@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import re
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
 
 import pytest
 
-from hookline.adapters.http.safety import ResolvedTarget, Resolver, check_url, parse_url
-from hookline.domain.errors import UnresolvedHost, UnsafeUrl
+from hookline.adapters.http import lookup
+from hookline.adapters.http.safety import ResolvedTarget, Resolver, check_url, parse_url, refusal_reason
+from hookline.api.errors import failure_response
+from hookline.domain.errors import DnsTimeout, UnresolvedHost, UnsafeUrl
 
 HOST = "hooks.example.com"
 
@@ -73,12 +79,29 @@ REFUSED = [
 
 
 @pytest.mark.parametrize(("address", "reason"), REFUSED)
-def test_given_non_global_address_when_checked_then_unsafe(address: str, reason: str) -> None:
-    with pytest.raises(UnsafeUrl, match=re.escape(reason)) as caught:
+def test_given_non_global_address_when_classified_then_the_reason_names_its_kind(
+    address: str, reason: str
+) -> None:
+    assert reason in (refusal_reason(ipaddress.ip_address(address), allow_loopback=False) or "")
+
+
+@pytest.mark.parametrize(("address", "reason"), REFUSED)
+def test_given_name_resolving_to_non_global_address_when_checked_then_unsafe_without_naming_it(
+    address: str, reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="hookline.adapters.http.safety")
+
+    with pytest.raises(UnsafeUrl) as caught:
         check_url(f"https://{HOST}/hook", allow_loopback=False, resolver=resolving_to(address))
 
+    # The message reaches the tenant: what a name resolves to would map the VPC's private DNS for them.
     assert caught.value.code == "unsafe_url"
-    assert HOST in str(caught.value)
+    assert str(caught.value) == f"callback host '{HOST}' is not a public address"
+    # The detail stays in the log, at debug level only.
+    assert all(r.levelno <= logging.DEBUG for r in caplog.records)
+    assert [(r.address, r.reason) for r in caplog.records] == [  # type: ignore[attr-defined]
+        (str(ipaddress.ip_address(address)), refusal_reason(ipaddress.ip_address(address), False))
+    ]
 
 
 @pytest.mark.parametrize(
@@ -97,11 +120,20 @@ def test_given_global_address_when_checked_then_pinned(address: str, pinned: str
     assert target == ResolvedTarget("https", HOST, 443, "/hook?a=1", ip=pinned)
 
 
-def test_given_one_private_answer_among_public_when_checked_then_unsafe() -> None:
+def test_given_one_private_answer_among_public_when_checked_then_unsafe_naming_neither() -> None:
     resolver = resolving_to("93.184.216.34", "10.0.0.5")
 
-    with pytest.raises(UnsafeUrl, match=re.escape("10.0.0.5")):
+    with pytest.raises(UnsafeUrl, match="is not a public address") as caught:
         check_url(f"http://{HOST}/", allow_loopback=False, resolver=resolver)
+
+    assert "10.0.0.5" not in str(caught.value) and "93.184.216.34" not in str(caught.value)
+
+
+def test_given_resolver_answering_a_non_address_when_checked_then_unsafe_without_echoing_it() -> None:
+    with pytest.raises(UnsafeUrl, match="not an IP address") as caught:
+        check_url(f"http://{HOST}/", allow_loopback=False, resolver=resolving_to("10.0.0.5%internal"))
+
+    assert "10.0.0.5" not in str(caught.value)
 
 
 LOOPBACK_SWITCH = [
@@ -182,8 +214,10 @@ def test_given_ip_literal_when_checked_then_used_without_resolving(url: str, ip:
     assert check_url(url, allow_loopback=False, resolver=forbidden_resolver).ip == ip
 
 
-def test_given_ip_literal_loopback_when_checked_then_unsafe() -> None:
-    with pytest.raises(UnsafeUrl, match="loopback"):
+def test_given_ip_literal_loopback_when_checked_then_unsafe_saying_which_kind() -> None:
+    # A literal is the tenant's own input: saying what kind of address it is reveals nothing.
+    message = "callback host '127.0.0.1' is not a public address: it is a loopback address"
+    with pytest.raises(UnsafeUrl, match=re.escape(message)):
         check_url("http://127.0.0.1:9000/", allow_loopback=False, resolver=forbidden_resolver)
 
 
@@ -206,5 +240,62 @@ def test_given_url_when_parsed_then_normalised_parts(url: str, expected: tuple[s
 @pytest.mark.parametrize("host", ["2130706433", "0x7f000001", "0177.0.0.1", "127.1"])
 def test_given_numeric_loopback_spelling_when_resolved_by_system_then_unsafe(host: str) -> None:
     # The system resolver reads these inet_aton forms as 127.0.0.1 without any DNS traffic.
-    with pytest.raises(UnsafeUrl, match="loopback"):
+    with pytest.raises(UnsafeUrl, match=r"is not a public address$"):
         check_url(f"http://{host}/", allow_loopback=False)
+
+
+@pytest.fixture
+def hanging() -> Iterator[Resolver]:
+    """Yields a resolver that hangs until the test ends (10 s at most), like a name nobody answers for."""
+    release = threading.Event()
+
+    def hang(host: str, port: int) -> Sequence[str]:
+        release.wait(timeout=10)
+        return ["93.184.216.34"]
+
+    yield hang
+    release.set()
+
+
+def test_given_lookup_that_hangs_when_checked_then_dns_timeout_at_the_limit(hanging: Resolver) -> None:
+    started = time.monotonic()
+    with pytest.raises(DnsTimeout, match=re.escape("did not resolve within 0.3 s")) as caught:
+        check_url(f"https://{HOST}/", allow_loopback=False, resolver=hanging, lookup_timeout_s=0.3)
+    waited_s = time.monotonic() - started
+
+    assert 0.25 <= waited_s < 1.0
+    assert (caught.value.code, caught.value.http_status) == ("dns_timeout", 503)
+
+
+def test_given_lookup_that_hangs_when_checked_with_the_default_limit_then_dns_timeout_after_2_s(
+    hanging: Resolver,
+) -> None:
+    # What submit does: the wiring calls check_url(url, allow_loopback) with no limit of its own.
+    started = time.monotonic()
+    with pytest.raises(DnsTimeout):
+        check_url(f"https://{HOST}/", allow_loopback=False, resolver=hanging)
+    waited_s = time.monotonic() - started
+
+    assert lookup.SUBMIT_LOOKUP_TIMEOUT_S == 2.0
+    assert 1.9 <= waited_s < 3.0
+
+
+def test_given_dns_timeout_when_answered_by_the_api_then_503_dns_timeout() -> None:
+    response = failure_response(DnsTimeout("callback host 'x' did not resolve within 2 s", field="url"))
+
+    assert response.status_code == 503
+    assert '"code": "dns_timeout"' in str(response.body)
+
+
+def test_given_every_helper_hung_when_checked_then_no_more_threads_and_still_dns_timeout(
+    hanging: Resolver,
+) -> None:
+    def helpers() -> int:
+        return sum(t.name == lookup.HELPER_THREAD_NAME for t in threading.enumerate())
+
+    before = helpers()  # hung helpers of earlier tests may still be waiting for their release
+    for _ in range(lookup.MAX_PENDING_LOOKUPS + 3):
+        with pytest.raises(DnsTimeout):
+            check_url(f"https://{HOST}/", allow_loopback=False, resolver=hanging, lookup_timeout_s=0.05)
+
+    assert helpers() <= max(before, lookup.MAX_PENDING_LOOKUPS)

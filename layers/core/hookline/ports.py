@@ -58,7 +58,10 @@ class JobStore(Protocol):
     """The durable record of jobs and their attempts (DynamoDB)."""
 
     def create(self, job: Job, request_hash: str, now_ms: int) -> tuple[Job, bool]:
-        """Stores a new job, or returns the earlier job of the same idempotent request."""
+        """Stores a new job, or returns the earlier job of the same idempotent request.
+
+        request_hash identifies an idempotent request's content; it is "" for a job without idempotency_key.
+        """
         ...
 
     def get(self, tenant: str, job_id: str) -> Job:

@@ -5,12 +5,16 @@ They run on public paths too, so these requests reach no key store, Redis or Dyn
 
 from __future__ import annotations
 
+import base64
 import json
+import warnings
 
 import pytest
 
-from hookline.api.gate import MAX_JSON_DEPTH, MAX_REQUEST_BYTES
-from tests.support.apigw import invoke, proxy_event
+from functions.submit.app import NO_METRICS_WARNING, app
+from hookline.api.gate import MAX_JSON_DEPTH, MAX_REQUEST_BYTES, PUBLIC_PATHS
+from hookline.api.scopes import scope_of
+from tests.support.apigw import LambdaContext, invoke, proxy_event
 
 JSON = {"Content-Type": "application/json"}
 
@@ -82,3 +86,52 @@ def test_given_request_without_api_gateway_id_when_answered_then_a_fresh_id_is_m
     assert first.status == 405
     assert len(first.headers["x-request-id"]) == 32
     assert first.headers["x-request-id"] != second.headers["x-request-id"]
+
+
+def post_public_bytes(raw: bytes) -> tuple[int, str]:
+    """Posts raw bytes as API Gateway hands over a body that is not UTF-8 text: base64-encoded."""
+    return post_public(base64.b64encode(raw).decode(), isBase64Encoded=True)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"a": "\xff"}', b'{"a": "\xc3"}', b"\xfe\xff\x00{", b'{"a": "\xed\xa0\x80"}'],
+    ids=["invalid-byte", "truncated-sequence", "utf16-bom", "encoded-surrogate"],
+)
+def test_given_body_that_is_not_utf8_when_posting_then_400_invalid_encoding(raw: bytes) -> None:
+    assert post_public_bytes(raw) == (400, "invalid_encoding")
+
+
+def test_given_base64_utf8_body_when_posting_then_checked_like_text() -> None:
+    # Base64 bodies used to skip the text checks; the lone surrogate escape must be refused here too.
+    assert post_public_bytes('{"a": "é"}'.encode())[0] == 405
+    assert post_public_bytes(b'{"a": "\\ud800"}') == (422, "validation_error")
+
+
+def test_given_text_body_holding_a_lone_surrogate_when_posting_then_400_not_500() -> None:
+    # Only a Lambda event can carry this (no HTTP body can): text with no UTF-8 form.
+    assert post_public('{"a": "\ud800"}') == (400, "invalid_encoding")
+
+
+def test_given_resolver_reached_with_a_media_type_it_cannot_parse_then_415_not_500() -> None:
+    # The gate normalises media types first; this is the net behind it, should one reach the resolver.
+    event = proxy_event("POST", "/v1/jobs", body='{"url": 1}', headers={"Content-Type": "text/csv"})
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=NO_METRICS_WARNING)
+        answer = app.resolve(event, LambdaContext())
+
+    assert (answer["statusCode"], json.loads(answer["body"])["error"]["code"]) == (
+        415,
+        "unsupported_media_type",
+    )
+
+
+def test_given_every_keyed_route_then_it_declares_the_scope_of_its_family_and_method() -> None:
+    routes = [r for r in app._static_routes + app._dynamic_routes if r.path not in PUBLIC_PATHS]
+    assert len(routes) == 15
+
+    for route in routes:
+        family = "schedules" if route.path.startswith("/v1/schedules") else "jobs"
+        access = "read" if route.method == "GET" else "write"
+        assert scope_of(route.func) == f"{family}:{access}", (route.method, route.path)

@@ -29,3 +29,9 @@ def test_given_retry_after_when_longer_than_backoff_then_it_wins_and_is_capped_a
 
 def test_given_retry_after_shorter_than_floor_when_computed_then_floor_wins() -> None:
     assert retry_delay_ms(1, 5_000, 10_000, 1.0, random.Random(0)) == 5_000
+
+
+def test_given_non_finite_retry_after_when_computed_then_nan_ignored_and_infinity_capped() -> None:
+    # NaN would pass min() untouched and crash int(): no Retry-After may stop a retry being scheduled.
+    assert retry_delay_ms(1, 1_000, 1_000, float("nan"), random.Random(0)) == 1_000
+    assert retry_delay_ms(1, 1_000, 1_000, float("inf"), random.Random(0)) == 86_400_000

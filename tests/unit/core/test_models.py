@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from hookline.domain.constants import MAX_BODY_BYTES
+from hookline.domain.constants import MAX_BODY_BYTES, MAX_HEADER_VALUE_BYTES, MAX_HEADERS, MAX_HEADERS_BYTES
 from hookline.domain.models import FlowControl, JobRequest, Member
 
 
@@ -42,7 +42,7 @@ def test_due_time(fields: dict[str, object], due_ms: int) -> None:
         ({"url": "http://h", "min_backoff_s": 10, "max_backoff_s": 1}, "min_backoff_s"),
         ({"url": "http://h", "headers": {"webhook-id": "x"}}, "set by Hookline"),
         ({"url": "http://h", "headers": {"Host": "x"}}, "set by Hookline"),
-        ({"url": "http://h", "headers": {"X-A": "a\r\nInjected: 1"}}, "not a valid header"),
+        ({"url": "http://h", "headers": {"X-A": "a\r\nInjected: 1"}}, "control character"),
         ({"url": "http://h", "body": "x" * (MAX_BODY_BYTES + 1)}, "exceeds"),
         ({"url": "http://h", "max_attempts": 0}, "greater than or equal"),
         ({"url": "http://h", "surprise": 1}, "Extra inputs"),
@@ -79,3 +79,53 @@ def test_given_member_when_encoded_and_decoded_then_round_trips(member: Member) 
 
 def test_given_no_limits_when_encoded_then_member_is_short() -> None:
     assert Member("acme", "J", 3).encode() == "acme/J/3"
+
+
+def error_type(fields: dict[str, object]) -> str:
+    with pytest.raises(ValidationError) as caught:
+        JobRequest.model_validate({"url": "http://h", **fields})
+    return str(caught.value.errors()[0]["type"])
+
+
+@pytest.mark.parametrize(
+    ("run_at", "kind"),
+    [
+        ("0001-01-01T00:00:00+23:59", "time_out_of_range"),
+        ("9999-12-31T23:59:59-23:59", "time_out_of_range"),
+        ("1969-12-31T23:59:59.999Z", "time_out_of_range"),
+        ("2100-01-01T00:00:00Z", "time_out_of_range"),
+        ("2030-01-01T00:00:00", "timezone_required"),
+    ],
+)
+def test_given_run_at_outside_the_window_or_without_offset_when_validated_then_its_own_error_type(
+    run_at: str, kind: str
+) -> None:
+    assert error_type({"run_at": run_at}) == kind
+
+
+@pytest.mark.parametrize(
+    ("headers", "kind"),
+    [
+        ({"X-A": "nul\x00"}, "header_value"),
+        ({"X-A": "vt\x0b"}, "header_value"),
+        ({"X-A": "del\x7f"}, "header_value"),
+        ({"X-A": "trailing "}, "header_value"),
+        ({"X:A": "x"}, "header_name"),
+        ({"X\u00e9": "x"}, "header_name"),
+        ({"Proxy-Authorization": "x"}, "header_reserved"),
+        ({"X-A": "a" * (MAX_HEADER_VALUE_BYTES + 1)}, "header_too_large"),
+        ({f"X-{n}": "a" * 8000 for n in range(3)}, "headers_too_large"),
+        ({f"X-{n}": "" for n in range(MAX_HEADERS + 1)}, "too_many_headers"),
+    ],
+)
+def test_given_header_http_cannot_carry_or_too_large_when_validated_then_its_own_error_type(
+    headers: dict[str, str], kind: str
+) -> None:
+    assert error_type({"headers": headers}) == kind
+
+
+def test_given_headers_at_the_limits_when_validated_then_accepted_as_given() -> None:
+    headers = {"X-A": "a" * MAX_HEADER_VALUE_BYTES, "X-B": "b\tc " * 1000 + "d", "X-C": "", "X-D": "café"}
+    assert sum(len(n) + len(v.encode()) for n, v in headers.items()) <= MAX_HEADERS_BYTES
+
+    assert JobRequest.model_validate({"url": "http://h", "headers": headers}).headers == headers

@@ -1,33 +1,72 @@
-"""The metrics adapter: CloudWatch EMF through Powertools, with tenant-free dimensions only."""
+"""The metrics adapter: CloudWatch EMF through Powertools, with tenant-free dimensions only.
+
+Recording is on the hot path (five metrics per delivered job), so values are aggregated in memory and handed
+to Powertools once per invocation: a counter becomes one value (its sum), a gauge its last level, and each
+timing is kept (EMF carries up to 100 values per metric and document; Powertools starts a new document then).
+The handler's `@sink.log_metrics` publishes the aggregate just before Powertools flushes it as EMF.
+"""
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
 
 class PowertoolsMetrics:
-    """Records into a Powertools Metrics object; flushed as EMF by the handler's log_metrics decorator."""
+    """Aggregates metrics in memory; publishes them into a Powertools Metrics object once per invocation."""
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
-        # Executor threads record concurrently; Powertools' metric set is a plain dict.
+        # Executor threads record concurrently: the lock guards only a dict update, not Powertools' work.
         self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+        self._timings: dict[str, list[float]] = {}
+        self._gauges: dict[str, float] = {}
 
     def count(self, name: str, value: int = 1) -> None:
         """Adds value to the counter called name."""
         if value:
             with self._lock:
-                self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+                self._counts[name] = self._counts.get(name, 0) + value
 
     def timing_ms(self, name: str, value_ms: float) -> None:
-        """Records one duration in milliseconds."""
+        """Records one duration in milliseconds (a negative one, from clock skew, as 0)."""
         with self._lock:
-            self._metrics.add_metric(name=name, unit=MetricUnit.Milliseconds, value=max(value_ms, 0))
+            self._timings.setdefault(name, []).append(max(value_ms, 0))
 
     def gauge(self, name: str, value: float) -> None:
-        """Records the current level of something."""
+        """Records the current level of something (the last level recorded is published)."""
         with self._lock:
-            self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+            self._gauges[name] = value
+
+    def publish(self) -> None:
+        """Hands everything recorded since the last publish to Powertools (to be flushed as EMF)."""
+        with self._lock:
+            counts, timings, gauges = self._counts, self._timings, self._gauges
+            self._counts, self._timings, self._gauges = {}, {}, {}
+        for name, total in counts.items():
+            self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=total)
+        for name, values in timings.items():
+            for value in values:
+                self._metrics.add_metric(name=name, unit=MetricUnit.Milliseconds, value=value)
+        for name, level in gauges.items():
+            self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=level)
+
+    def log_metrics(self, handler: Handler) -> Handler:
+        """Decorates a Lambda handler: publishes after it (also when it raises), then Powertools flushes."""
+
+        @functools.wraps(handler)
+        def publishing(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return handler(*args, **kwargs)
+            finally:
+                self.publish()
+
+        return cast(Handler, self._metrics.log_metrics(publishing))

@@ -9,6 +9,7 @@ from hookline.api.errors import error_responses
 from hookline.api.gate import principal
 from hookline.api.jobs import Cursor, Limit, ok_response
 from hookline.api.pagination import decode_cursor, encode_cursor
+from hookline.api.scopes import requires
 from hookline.api.views import (
     DeadLetterReplayRequest,
     DeadLetterReplayView,
@@ -28,13 +29,14 @@ router = Router()
     tags=["dead letters"],
     responses={**ok_response(JobPageView, "A page of dead jobs"), **error_responses(401, 403, 422, 429, 503)},
 )
+@requires("jobs:read")
 def list_dead_letters(limit: Limit = 50, cursor: Cursor = None) -> JobPageView:
     """Returns a page of the caller's dead jobs.
 
     They are read from the jobs table, not from the Redis dead stream: the stream is a trimmed feed that
     Redis may lose, while the table is the record.
     """
-    who = principal("jobs:read")
+    who = principal()
     page = container().manager.list_jobs(who.tenant, JobStatus.DEAD, decode_cursor(cursor), limit)
     return JobPageView(jobs=[JobView.of(job) for job in page.jobs], next=encode_cursor(page.after_job_id))
 
@@ -45,12 +47,13 @@ def list_dead_letters(limit: Limit = 50, cursor: Cursor = None) -> JobPageView:
     tags=["dead letters"],
     responses={
         **ok_response(DeadLetterReplayView, "What was replayed"),
-        **error_responses(401, 403, 413, 415, 422, 429, 503),
+        **error_responses(400, 401, 403, 413, 415, 422, 429, 503),
     },
 )
+@requires("jobs:write")
 def replay_dead_letters(selection: DeadLetterReplayRequest) -> DeadLetterReplayView:
     """Replays the given dead jobs, or (all) up to 100; call again while `more` is true."""
-    who = principal("jobs:write")
+    who = principal()
     outcome = container().manager.replay_dead(who.tenant, selection.ids)
     return DeadLetterReplayView(
         replayed=[JobView.of(job) for job in outcome.replayed],

@@ -9,7 +9,10 @@ from typing import Any
 import redis
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hookline.api.views import ErrorEnvelope, error_body
@@ -60,6 +63,7 @@ def domain_error_response(error: HooklineError) -> Response[str]:
 def error_responses(*statuses: int) -> dict[int, Any]:
     """Returns OpenAPI response entries documenting the envelope for each status."""
     descriptions = {
+        400: "Body is not UTF-8 text",
         401: "Missing, malformed, unknown or revoked API key",
         403: "The key lacks the scope this route needs",
         404: "No such item for this tenant",
@@ -85,9 +89,13 @@ def _field_path(location: Any) -> str:
 
 
 def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
-    """Returns the methods some route serves for path (empty when no route matches it)."""
+    """Returns the methods some route serves for path (empty when no route matches it).
+
+    The whole path must match: a rule's `$` also matches before a final newline, so `/v1/jobs/%0A` would
+    claim GET and POST of `/v1/jobs` and answer a 405 its own operation does not document.
+    """
     routes = app._static_routes + app._dynamic_routes
-    return sorted({route.method for route in routes if route.rule.match(path)})
+    return sorted({route.method for route in routes if route.rule.fullmatch(path)})
 
 
 def _aws_error_response(error: BotoCoreError | ClientError) -> Response[str]:
@@ -127,6 +135,11 @@ def register(app: APIGatewayRestResolver) -> None:
             for item in error.errors()
         ]
         return error_response(422, "validation_error", "the request is not valid", details)
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def _media_type(error: RequestUnsupportedContentType) -> Response[str]:
+        # The gate lets only JSON through; this is the resolver's own refusal, should one reach it.
+        return error_response(415, "unsupported_media_type", "send the body as application/json")
 
     @app.exception_handler(Exception)
     def _failure(error: Exception) -> Response[str]:

@@ -1,12 +1,15 @@
-"""What every request passes before routing: its request id, the API key, the key's rate, body checks.
+"""What every request passes before routing: its request id, the API key, the key's rate, the route's
+scope, body checks.
 
 Powertools validates a body before any middleware runs, so these checks run here, in front of the resolver:
-an anonymous caller learns nothing from validation errors, and an oversized or non-JSON body is refused
-before it is parsed.
+a caller without a key or without the route's scope learns nothing from validation errors, and an
+oversized, non-JSON or non-UTF-8 body is refused before it is parsed.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import math
@@ -22,6 +25,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hookline.api.context import container
 from hookline.api.errors import failure_response
+from hookline.api.scopes import matched_route, scope_of
 from hookline.domain.errors import Forbidden, HooklineError, InvalidRequest, RateLimited, Unauthorized
 from hookline.usecases.auth import Principal
 
@@ -56,28 +60,34 @@ class UnsupportedMediaType(HooklineError):
     http_status = 415
 
 
+class InvalidEncoding(HooklineError):
+    """The request body is not UTF-8 text, so it cannot be JSON (RFC 8259 8.1)."""
+
+    code = "invalid_encoding"
+    http_status = 400
+
+
 def handle(
     app: APIGatewayRestResolver, event: dict[str, Any], lambda_context: LambdaContext
 ) -> dict[str, Any]:
     """Checks one API Gateway proxy event, routes it, and tags the answer with the request id."""
     request_id = _request_id(event)
     try:
-        with _acting_for(_admit(event)):
-            response = app.resolve(event, lambda_context)
+        found, admitted = _admit(app, event)
+        with _acting_for(found):
+            response = app.resolve(admitted, lambda_context)
     except Exception as error:
         # Authentication reads DynamoDB before routing: its failures, too, answer in the envelope.
         response = _proxy_response(failure_response(error))
     return _with_header(response, REQUEST_ID_HEADER, request_id)
 
 
-def principal(scope: str) -> Principal:
-    """Returns who the current request acts for, after checking its key holds scope."""
+def principal() -> Principal:
+    """Returns who the current request acts for; handle() has checked its key holds the route's scope."""
     found = _principal.get()
     if found is None:
         # Only a caller that skipped handle() (resolving events itself) gets here: it proved nothing.
         raise Unauthorized("missing or invalid API key")
-    if scope not in found.scopes:
-        raise Forbidden(f"this key lacks the {scope} scope")
     return found
 
 
@@ -90,15 +100,32 @@ def _acting_for(found: Principal | None) -> Iterator[None]:
         _principal.reset(token)
 
 
-def _admit(event: Mapping[str, Any]) -> Principal | None:
-    """Authenticates, rate-limits and checks the body; returns None for public routes."""
+def _admit(app: APIGatewayRestResolver, event: dict[str, Any]) -> tuple[Principal | None, dict[str, Any]]:
+    """Authenticates, rate-limits, checks the route's scope and the body.
+
+    Returns the principal (None for public routes) and the event to route: its body as UTF-8 text and a
+    JSON media type spelled as the resolver's parser expects it.
+    """
     path = str(event.get("path") or "/")
     found = None
     if path not in PUBLIC_PATHS:
         found = container().authenticator.authenticate(_bearer(_headers(event)))
         _check_rate(found)
-    _check_body(event, path)
-    return found
+        _check_scope(app, event, found)
+    return found, _checked_body(event, path)
+
+
+def _check_scope(app: APIGatewayRestResolver, event: Mapping[str, Any], found: Principal) -> None:
+    route = matched_route(app, str(event.get("httpMethod") or ""), str(event.get("path") or "/"))
+    if route is None:
+        return  # no route: the resolver answers 404 or 405, which tells nothing a key could not learn
+    scope = scope_of(route.func)
+    if scope is None:
+        # A keyed route that declares no scope is a bug; refusing is the side that leaks nothing.
+        logger.error("route declares no scope", extra={"route": route.path, "method": route.method})
+        raise Forbidden("this route is not open to API keys")
+    if scope not in found.scopes:
+        raise Forbidden(f"this key lacks the {scope} scope")
 
 
 def _headers(event: Mapping[str, Any]) -> dict[str, str]:
@@ -132,20 +159,62 @@ def _check_rate(found: Principal) -> None:
         raise RateLimited(f"over {limit} requests per second for this key", retry_after_s)
 
 
-def _check_body(event: Mapping[str, Any], path: str) -> None:
-    body = event.get("body") or ""
-    if not body:
-        return
-    size = len(body) * 3 // 4 if event.get("isBase64Encoded") else len(str(body).encode())
-    limit = MAX_BATCH_REQUEST_BYTES if path == BATCH_PATH else MAX_REQUEST_BYTES
-    if size > limit:
-        raise PayloadTooLarge(f"the request body exceeds {limit} bytes")
+def _checked_body(event: dict[str, Any], path: str) -> dict[str, Any]:
+    """Refuses a body that is too large, not declared as JSON, not UTF-8 or unstorable; returns the event
+    with the body as text and its media type normalised (the same event when nothing changes)."""
     method = str(event.get("httpMethod") or "").upper()
-    media_type = _headers(event).get("content-type", "").split(";")[0].strip().lower()
-    if method in _METHODS_WITH_BODY and not _is_json(media_type):
+    raw = _body_bytes(event)
+    if not raw:
+        # Nothing to parse, but the resolver would still pick a parser by media type and fail on one it
+        # does not know (a 500): without a body the media type means nothing, so it is dropped.
+        return _with_json_media_type(event, None) if method in _METHODS_WITH_BODY else event
+    limit = MAX_BATCH_REQUEST_BYTES if path == BATCH_PATH else MAX_REQUEST_BYTES
+    if len(raw) > limit:
+        raise PayloadTooLarge(f"the request body exceeds {limit} bytes")
+    if method not in _METHODS_WITH_BODY:
+        return event  # no route of these methods reads a body
+    if not _is_json(_media_type(event)):
         raise UnsupportedMediaType("send the body as application/json")
-    if not event.get("isBase64Encoded"):
-        _check_text(str(body))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidEncoding(f"the request body is not UTF-8 (byte {error.start})") from error
+    _check_text(text)
+    return {**_with_json_media_type(event, "application/json"), "body": text, "isBase64Encoded": False}
+
+
+def _body_bytes(event: Mapping[str, Any]) -> bytes:
+    """Returns the body's bytes: base64-decoded when API Gateway encoded it (it was not UTF-8 text)."""
+    body = event.get("body") or ""
+    try:
+        if event.get("isBase64Encoded"):
+            return base64.b64decode(str(body), validate=True)
+        return str(body).encode("utf-8")
+    except (binascii.Error, UnicodeEncodeError) as error:
+        # Text holding a lone surrogate (no UTF-8 form), or base64 API Gateway would never send.
+        raise InvalidEncoding("the request body is not UTF-8") from error
+
+
+def _media_type(event: Mapping[str, Any]) -> str:
+    """Returns the body's media type without parameters, lower case (media types are case-insensitive)."""
+    return _headers(event).get("content-type", "").split(";")[0].strip().lower()
+
+
+def _with_json_media_type(event: dict[str, Any], media_type: str | None) -> dict[str, Any]:
+    """Returns the event with every Content-Type header replaced by media_type (removed when None).
+
+    The resolver picks its parser by a case-sensitive prefix test, so `APPLICATION/JSON` or a `+json`
+    type, which are JSON (RFC 9110 8.3.1, RFC 6839), would fail there; the gate has checked them already.
+    """
+    changed = dict(event)
+    for field, value in (("headers", media_type), ("multiValueHeaders", [media_type])):
+        original = event.get(field) or {}
+        kept = {name: v for name, v in original.items() if str(name).lower() != "content-type"}
+        if media_type is not None:
+            kept["Content-Type"] = value
+        if original or kept:
+            changed[field] = kept
+    return changed
 
 
 def _check_text(body: str) -> None:
@@ -182,6 +251,7 @@ def _depth(value: Any) -> int:
 
 
 def _is_json(media_type: str) -> bool:
+    """Tells whether a media type is JSON: application/json or any application/*+json (RFC 6839)."""
     return media_type == "application/json" or (
         media_type.startswith("application/") and media_type.endswith("+json")
     )

@@ -13,6 +13,7 @@ from hookline.api.context import container
 from hookline.api.errors import error_responses
 from hookline.api.gate import principal
 from hookline.api.pagination import decode_cursor, encode_cursor
+from hookline.api.scopes import requires
 from hookline.api.views import (
     BatchItemResult,
     BatchRequest,
@@ -49,12 +50,13 @@ def ok_response(model: type[Any], description: str, status: int = 200) -> dict[i
     responses={
         **ok_response(JobView, "Created", 201),
         **ok_response(JobView, "An idempotent repeat: the job the first request created"),
-        **error_responses(401, 403, 409, 413, 415, 422, 429, 503),
+        **error_responses(400, 401, 403, 409, 413, 415, 422, 429, 503),
     },
 )
+@requires("jobs:write")
 def submit_job(request: JobRequest) -> Response[JobView]:
     """Stores a job and schedules its callback; an idempotent repeat returns the first job with 200."""
-    who = principal("jobs:write")
+    who = principal()
     result = container().submitter.submit(who.tenant, request)
     return Response(
         status_code=201 if result.created else 200,
@@ -69,12 +71,13 @@ def submit_job(request: JobRequest) -> Response[JobView]:
     tags=["jobs"],
     responses={
         **ok_response(BatchResultView, "One result per item"),
-        **error_responses(401, 403, 413, 415, 422, 429, 503),
+        **error_responses(400, 401, 403, 413, 415, 422, 429, 503),
     },
 )
+@requires("jobs:write")
 def submit_batch(batch: BatchRequest) -> BatchResultView:
     """Submits each item on its own: one invalid or conflicting item does not stop the others."""
-    who = principal("jobs:write")
+    who = principal()
     submitter = container().submitter
     results = []
     for index, item in enumerate(batch.jobs):
@@ -105,11 +108,12 @@ def submit_batch(batch: BatchRequest) -> BatchResultView:
     tags=["jobs"],
     responses={**ok_response(JobPageView, "A page of jobs"), **_READ_ERRORS},
 )
+@requires("jobs:read")
 def list_jobs(
     status: Annotated[JobStatus | None, Query()] = None, limit: Limit = 50, cursor: Cursor = None
 ) -> JobPageView:
     """Returns a page of the caller's jobs, optionally only those in one status."""
-    who = principal("jobs:read")
+    who = principal()
     page = container().manager.list_jobs(who.tenant, status, decode_cursor(cursor), limit)
     return JobPageView(jobs=[JobView.of(job) for job in page.jobs], next=encode_cursor(page.after_job_id))
 
@@ -120,10 +124,11 @@ def list_jobs(
     tags=["jobs"],
     responses={**ok_response(JobView, "The job"), **error_responses(401, 403, 404, 422, 429, 503)},
 )
+@requires("jobs:read")
 def get_job(job_id: JobId) -> JobView:
     """Returns one of the caller's jobs (another tenant's id is not found)."""
-    who = principal("jobs:read")
-    return JobView.of(container().jobs.get(who.tenant, job_id))
+    who = principal()
+    return JobView.of(container().manager.get(who.tenant, job_id))
 
 
 @router.delete(
@@ -135,9 +140,10 @@ def get_job(job_id: JobId) -> JobView:
         **error_responses(401, 403, 404, 409, 422, 429, 503),
     },
 )
+@requires("jobs:write")
 def cancel_job(job_id: JobId) -> JobView:
     """Cancels a scheduled job; a running or finished job answers 409."""
-    who = principal("jobs:write")
+    who = principal()
     return JobView.of(container().manager.cancel(who.tenant, job_id))
 
 
@@ -150,12 +156,12 @@ def cancel_job(job_id: JobId) -> JobView:
         **error_responses(401, 403, 404, 422, 429, 503),
     },
 )
+@requires("jobs:read")
 def job_executions(job_id: JobId) -> ExecutionsView:
     """Returns every attempt of one of the caller's jobs, oldest first."""
-    who = principal("jobs:read")
-    jobs = container().jobs
-    jobs.get(who.tenant, job_id)  # 404 for an unknown or foreign id, even if it had executions
-    return ExecutionsView(executions=[ExecutionView.of(e) for e in jobs.executions(who.tenant, job_id)])
+    who = principal()
+    executions = container().manager.executions(who.tenant, job_id)  # 404 for an unknown or foreign id
+    return ExecutionsView(executions=[ExecutionView.of(e) for e in executions])
 
 
 @router.post(
@@ -167,7 +173,8 @@ def job_executions(job_id: JobId) -> ExecutionsView:
         **error_responses(401, 403, 404, 409, 422, 429, 503),
     },
 )
+@requires("jobs:write")
 def replay_job(job_id: JobId) -> JobView:
     """Schedules a dead job again, due now, with a new generation and a fresh attempt budget."""
-    who = principal("jobs:write")
+    who = principal()
     return JobView.of(container().manager.replay(who.tenant, job_id))

@@ -13,6 +13,7 @@ from hookline.api.context import container
 from hookline.api.errors import error_responses
 from hookline.api.gate import principal
 from hookline.api.pagination import decode_cursor, encode_cursor
+from hookline.api.scopes import requires
 from hookline.api.views import JobView, rfc3339
 from hookline.domain.cron.schedule import Schedule, ScheduleRequest, ScheduleUpdate
 
@@ -23,7 +24,7 @@ ScheduleId = Annotated[str, Path(min_length=1, max_length=64, description="The s
 Limit = Annotated[int, Query(ge=1, le=100, description="Page size (at most 100).")]
 Cursor = Annotated[str | None, Query(max_length=512, description="The `next` token of the previous page.")]
 _READ_ERRORS = error_responses(401, 403, 404, 422, 429, 503)
-_WRITE_ERRORS = error_responses(401, 403, 404, 409, 413, 415, 422, 429, 503)
+_WRITE_ERRORS = error_responses(400, 401, 403, 404, 409, 413, 415, 422, 429, 503)
 
 
 class ScheduleView(BaseModel):
@@ -89,9 +90,10 @@ def _ok(model: type[Any], description: str, status: int = 200) -> dict[int, Any]
     tags=["schedules"],
     responses={**_ok(ScheduleView, "Created", 201), **_WRITE_ERRORS},
 )
+@requires("schedules:write")
 def create_schedule(request: ScheduleRequest) -> Response[ScheduleView]:
     """Stores a schedule; each occurrence will create one job from its template."""
-    who = principal("schedules:write")
+    who = principal()
     schedule = container().schedules.create(who.tenant, request)
     return Response(
         status_code=201, content_type=content_types.APPLICATION_JSON, body=ScheduleView.of(schedule)
@@ -104,9 +106,10 @@ def create_schedule(request: ScheduleRequest) -> Response[ScheduleView]:
     tags=["schedules"],
     responses={**_ok(SchedulePageView, "A page of schedules"), **_READ_ERRORS},
 )
+@requires("schedules:read")
 def list_schedules(limit: Limit = 50, cursor: Cursor = None) -> SchedulePageView:
     """Returns a page of the caller's schedules."""
-    who = principal("schedules:read")
+    who = principal()
     schedules, after = container().schedules.list_page(who.tenant, decode_cursor(cursor), limit)
     return SchedulePageView(schedules=[ScheduleView.of(s) for s in schedules], next=encode_cursor(after))
 
@@ -117,9 +120,10 @@ def list_schedules(limit: Limit = 50, cursor: Cursor = None) -> SchedulePageView
     tags=["schedules"],
     responses={**_ok(ScheduleView, "The schedule"), **_READ_ERRORS},
 )
+@requires("schedules:read")
 def get_schedule(schedule_id: ScheduleId) -> ScheduleView:
     """Returns one of the caller's schedules with its next five occurrences (none while paused)."""
-    who = principal("schedules:read")
+    who = principal()
     current = container()
     schedule = current.schedules.get(who.tenant, schedule_id)
     upcoming = [] if schedule.paused else schedule.upcoming(current.clock.now_ms(), NEXT_FIRE_TIMES)
@@ -132,9 +136,10 @@ def get_schedule(schedule_id: ScheduleId) -> ScheduleView:
     tags=["schedules"],
     responses={**_ok(ScheduleView, "The changed schedule"), **_WRITE_ERRORS},
 )
+@requires("schedules:write")
 def update_schedule(schedule_id: ScheduleId, update: ScheduleUpdate) -> ScheduleView:
     """Applies a change as a new version; occurrences then follow the new settings from now on."""
-    who = principal("schedules:write")
+    who = principal()
     return ScheduleView.of(container().schedules.update(who.tenant, schedule_id, update))
 
 
@@ -144,11 +149,13 @@ def update_schedule(schedule_id: ScheduleId, update: ScheduleUpdate) -> Schedule
     tags=["schedules"],
     responses={204: {"description": "Deleted"}, **_READ_ERRORS},
 )
+@requires("schedules:write")
 def delete_schedule(schedule_id: ScheduleId) -> Response[str]:
     """Deletes a schedule; the jobs it already created stay."""
-    who = principal("schedules:write")
+    who = principal()
     container().schedules.delete(who.tenant, schedule_id)
-    return Response(status_code=204, content_type=content_types.APPLICATION_JSON, body="")
+    # A 204 has no content (RFC 9110 15.3.5), so it names no content type either.
+    return Response(status_code=204, body="")
 
 
 @router.get(
@@ -157,8 +164,9 @@ def delete_schedule(schedule_id: ScheduleId) -> Response[str]:
     tags=["schedules"],
     responses={**_ok(ScheduleJobsView, "A page of jobs"), **_READ_ERRORS},
 )
+@requires("schedules:read")
 def schedule_jobs(schedule_id: ScheduleId, limit: Limit = 50, cursor: Cursor = None) -> ScheduleJobsView:
     """Returns a page of the jobs one of the caller's schedules created, newest occurrence first."""
-    who = principal("schedules:read")
+    who = principal()
     jobs, after = container().schedules.instances(who.tenant, schedule_id, decode_cursor(cursor), limit)
     return ScheduleJobsView(jobs=[JobView.of(job) for job in jobs], next=encode_cursor(after))

@@ -5,20 +5,24 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from hookline.domain.models import Execution, Job
 
 
 def rfc3339(time_ms: int | None) -> str | None:
-    """Formats ms since the epoch as RFC 3339 UTC with milliseconds."""
+    """Formats ms since the epoch as RFC 3339 UTC with milliseconds; None when it has no such form.
+
+    Requests are bounded to a window that always has one, but items stored before the bound (years 0 or
+    10000 in UTC) must not turn every listing of their tenant into a 500.
+    """
     if time_ms is None:
         return None
-    return (
-        datetime.fromtimestamp(time_ms / 1000, tz=UTC)
-        .isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z")
-    )
+    try:
+        moment = datetime.fromtimestamp(time_ms / 1000, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class JobView(BaseModel):
@@ -150,7 +154,7 @@ class DeadLetterReplayRequest(BaseModel):
     ids: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
         default=None, min_length=1, max_length=100
     )
-    all: bool = False
+    all: StrictBool = False  # a JSON boolean only: 1 or "true" is refused, never taken as true
 
     @model_validator(mode="after")
     def _one_selection(self) -> DeadLetterReplayRequest:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 from hookline.domain import constants
@@ -22,6 +23,7 @@ def retry_delay_ms(
     """
     ceiling_ms = min(max_backoff_ms, min_backoff_ms * 2 ** min(attempt - 1, 40))
     delay_ms = max(min_backoff_ms, int(rng.uniform(0, ceiling_ms)))
-    if retry_after_s is not None:
+    # NaN fails every comparison, so min() would keep it and int() raise: it is ignored (infinity is capped).
+    if retry_after_s is not None and not math.isnan(retry_after_s):
         delay_ms = max(delay_ms, int(min(retry_after_s, constants.MAX_RETRY_AFTER_S) * 1000))
     return delay_ms

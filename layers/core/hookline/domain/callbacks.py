@@ -9,13 +9,25 @@ RETRYABLE_STATUS = frozenset({408, 425, 429})
 
 @dataclass(frozen=True)
 class CallbackRequest:
-    """One HTTP request to make; headers already include the signature headers."""
+    """One HTTP request to make; headers already include the signature headers.
+
+    Attributes:
+        url: The callback URL as the tenant gave it.
+        method: The HTTP method.
+        headers: The job's headers merged with the signature headers.
+        body: The exact bytes to send.
+        timeout_s: The job's budget for the whole attempt (lookup, connect, send and read).
+        deadline_s: An absolute bound, as a time.monotonic() value, that the attempt must not outlive
+            whatever timeout_s allows: the caller's own limit, such as its lease or the end of its
+            invocation less a margin for recording the outcome. None when only timeout_s applies.
+    """
 
     url: str
     method: str
     headers: dict[str, str]
     body: bytes
     timeout_s: float
+    deadline_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -23,7 +35,7 @@ class CallbackResult:
     """What happened when a callback was attempted.
 
     Exactly one of `status_code` (a response arrived) or `error_class` (no usable response) is set,
-    except that a refused redirect has both.
+    except that a redirect, which is never followed, has both.
     """
 
     status_code: int | None

@@ -30,6 +30,19 @@ class UnresolvedHost(UnsafeUrl):
     retried at delivery, where a DNS outage must not dead-letter every job it meets."""
 
 
+class DnsTimeout(UnresolvedHost):
+    """The callback host's lookup outlasted its time limit at submit.
+
+    503, not 422: the URL may be perfectly good and the request worth repeating, since a lookup that hangs is
+    far more often a slow or overloaded resolver (ours or the name's) than a wrong URL; a client that retries
+    5xx submits it again, whereas a 422 tells it to change the request. Still an UnresolvedHost, so that
+    delivery, if it ever meets one, retries it like any lookup failure.
+    """
+
+    code = "dns_timeout"
+    http_status = 503
+
+
 class Unauthorized(HooklineError):
     """The API key is missing, malformed, unknown or revoked (one answer for all, on purpose)."""
 

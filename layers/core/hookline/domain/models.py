@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hookline.domain import constants
+from hookline.domain.request_rules import EARLIEST_TIME, LATEST_TIME, ClientTime, check_headers
 
 HttpMethod = Literal["POST", "PUT", "PATCH", "GET", "DELETE"]
-
-# Headers a client may not set: they belong to the transport or to the signature.
-_RESERVED_HEADER_PREFIXES = ("webhook-", "hookline-")
-_RESERVED_HEADERS = frozenset(
-    {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer"}
-)
 
 
 class JobStatus(StrEnum):
@@ -65,13 +59,23 @@ class JobRequest(BaseModel):
         json_schema_extra={"pattern": "^[Hh][Tt][Tt][Pp][Ss]?://"},
     )
     method: HttpMethod = "POST"
-    headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            f"Extra request headers: at most {constants.MAX_HEADERS}; names are HTTP tokens; values hold no "
+            f"control character, each at most {constants.MAX_HEADER_VALUE_BYTES} bytes, and all names and "
+            f"values together at most {constants.MAX_HEADERS_BYTES} bytes (UTF-8)."
+        ),
+    )
     body: Any = Field(
         default=None,
         description="A string is sent as-is; any other JSON value is sent as JSON.",
     )
     delay_s: float | None = Field(default=None, ge=0, le=constants.MAX_DELAY_S)
-    run_at: datetime | None = Field(default=None, description="RFC 3339 time with an offset.")
+    run_at: ClientTime | None = Field(
+        default=None,
+        description=f"RFC 3339 time with an offset, from {EARLIEST_TIME} to before {LATEST_TIME}.",
+    )
     max_attempts: int = Field(default=constants.DEFAULT_MAX_ATTEMPTS, ge=1, le=constants.MAX_ATTEMPTS_LIMIT)
     min_backoff_s: float = Field(default=constants.DEFAULT_MIN_BACKOFF_S, gt=0, le=86_400)
     max_backoff_s: float = Field(default=constants.DEFAULT_MAX_BACKOFF_S, gt=0, le=86_400)
@@ -88,25 +92,7 @@ class JobRequest(BaseModel):
             raise ValueError("url must start with http:// or https://")
         return value
 
-    @field_validator("headers")
-    @classmethod
-    def _allowed_headers(cls, value: dict[str, str]) -> dict[str, str]:
-        if len(value) > constants.MAX_HEADERS:
-            raise ValueError(f"at most {constants.MAX_HEADERS} headers")
-        for name, header_value in value.items():
-            lowered = name.lower()
-            if not name or any(c in name for c in " :\r\n") or any(c in header_value for c in "\r\n"):
-                raise ValueError(f"header {name!r} is not a valid header")
-            if lowered in _RESERVED_HEADERS or lowered.startswith(_RESERVED_HEADER_PREFIXES):
-                raise ValueError(f"header {name!r} is set by Hookline and cannot be given")
-        return value
-
-    @field_validator("run_at")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError("run_at needs a UTC offset (RFC 3339), for example 2026-01-01T00:00:00Z")
-        return value
+    _headers = field_validator("headers")(check_headers)
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -115,7 +115,7 @@ class Container:
 
     @cached_property
     def manager(self) -> JobManager:
-        """The job administration use cases (list, cancel, replay)."""
+        """The job administration use cases (read, list, cancel, replay)."""
         return JobManager(self.jobs, self.index, self.clock, self.metrics)
 
     @cached_property

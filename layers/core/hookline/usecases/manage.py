@@ -1,4 +1,4 @@
-"""Administering a tenant's jobs: list, cancel, replay one dead job, replay dead letters in batches."""
+"""Administering a tenant's jobs: read, list, cancel, replay one dead job, replay dead letters in batches."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass, field
 
 from hookline.domain.errors import Conflict, HooklineError, StaleState
-from hookline.domain.models import Job, JobStatus
+from hookline.domain.models import Execution, Job, JobStatus
 from hookline.ports import Clock, DueIndex, JobAdminStore, MetricsSink
 
 logger = logging.getLogger(__name__)
@@ -56,6 +56,19 @@ class JobManager:
         self._clock = clock
         self._metrics = metrics
         self._replay_batch = replay_batch
+
+    def get(self, tenant: str, job_id: str) -> Job:
+        """Returns one of the tenant's jobs; raises NotFound (also for another tenant's id)."""
+        return self._store.get(tenant, job_id)
+
+    def executions(self, tenant: str, job_id: str) -> list[Execution]:
+        """Returns every attempt of one of the tenant's jobs, oldest first; NotFound for an unknown job.
+
+        The job is read first: executions are keyed by job, so an unknown or foreign id must answer
+        NotFound rather than an empty list.
+        """
+        self._store.get(tenant, job_id)
+        return self._store.executions(tenant, job_id)
 
     def list_jobs(
         self, tenant: str, status: JobStatus | None, after_job_id: str | None, limit: int

@@ -95,7 +95,10 @@ class JobSubmitter:
         """Stores and indexes a job; raises UnsafeUrl, IdempotencyConflict."""
         self._check_url(request.url)
         now_ms = self._clock.now_ms()
-        job, created = self._store.create(self.build(tenant, request, now_ms), request_hash(request), now_ms)
+        # Only an idempotent request needs its digest (to tell a reused key from a repeat); hashing every
+        # request would encode its body once more on the hot path.
+        digest = request_hash(request) if request.idempotency_key is not None else ""
+        job, created = self._store.create(self.build(tenant, request, now_ms), digest, now_ms)
         if created:
             self.index(job, now_ms)
             self._metrics.count("Submitted")

@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 
 from hookline.adapters.dynamo import codec, tables
 from hookline.domain import constants
-from hookline.domain.cron.schedule import CatchUp, Schedule
+from hookline.domain.cron.schedule import CatchUp, Schedule, template_text
 from hookline.domain.errors import Conflict, NotFound
 from hookline.domain.models import Job
 
@@ -71,7 +71,7 @@ def schedule_to_item(schedule: Schedule, next_fire_ms: int | None) -> codec.Item
         "expression": schedule.expression,
         "timezone": schedule.timezone,
         # JSON text: a job body may hold floats, which DynamoDB's number type does not take as such.
-        "job": json.dumps(schedule.job, separators=(",", ":"), sort_keys=True),
+        "job": template_text(schedule.job),
         "catch_up": schedule.catch_up.value,
         "paused": schedule.paused,
         "version": schedule.version,

@@ -10,15 +10,24 @@ the attempt its thread is running. The URL keeps the real host name, so connecti
 name, TLS uses that name for SNI and the certificate check, and a connection made for a.example is never
 reused for b.example just because both resolve to the same IP (as it would be if the URL named the IP).
 
-The attempt also carries its deadline, and every socket operation is clamped to it, so `timeout_s`
-bounds the whole attempt (connect, TLS, writes, each read, every redirect hop), not each operation.
+The attempt also carries its deadline (the earlier of `timeout_s` and the request's `deadline_s`), and
+every socket operation is clamped to it, so it bounds the whole attempt (connect, TLS, writes, each read),
+not each operation: a receiver dripping one byte a second is cut at the deadline.
 The system DNS lookup blocks and takes no timeout, so it runs on a helper thread and the attempt stops
 waiting for it at the deadline (the lookup ends in the background, within the resolver's own timeout).
 A name that does not resolve is a retryable `dns_error`: a DNS outage must not dead-letter every job.
+
+Memory per attempt is bounded whatever the receiver sends: httpcore has h11 refuse a status line and
+headers over 100 KiB, the body is read only up to the preview size (then the connection is closed, not
+drained), and nothing decompresses it. Redirects are never followed. Nothing the receiver sends makes
+`deliver` raise.
 """
 
 from __future__ import annotations
 
+import logging
+import math
+import re
 import ssl
 import threading
 import time
@@ -26,30 +35,25 @@ import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC
 from email.utils import parsedate_to_datetime
 from types import TracebackType
 from typing import Any
-from urllib.parse import urljoin
 
 import httpcore
 import httpx
 
-from hookline.adapters.http.safety import (
-    ResolvedTarget,
-    Resolver,
-    check_url,
-    parse_url,
-    resolve_with_getaddrinfo,
-)
+from hookline.adapters.http.safety import ResolvedTarget, Resolver, check_url, resolve_with_getaddrinfo
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.clock import SystemClock
-from hookline.domain.constants import MAX_RETRY_AFTER_S, MAX_SAME_HOST_REDIRECTS, RESPONSE_BODY_PREVIEW_BYTES
+from hookline.domain.constants import MAX_RETRY_AFTER_S, RESPONSE_BODY_PREVIEW_BYTES
 from hookline.domain.errors import UnresolvedHost, UnsafeUrl
 from hookline.ports import Clock
 
+logger = logging.getLogger(__name__)
+
 USER_AGENT = "Hookline-Callback/1"
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Framing and routing headers are Hookline's to set; a job's own copy could desynchronise the request.
 _RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "keep-alive"})
 _METHODS_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
@@ -57,6 +61,11 @@ _METHODS_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 DEFAULT_CONNECTIONS_PER_THREAD = 4
 DNS_LOOKUP_THREADS = 16  # lookups at once per client; more wait their turn (within their deadline)
 KEEPALIVE_EXPIRY_S = 30.0
+ERROR_MESSAGE_CHARS = 500  # an execution record keeps this much of an error message
+LOCATION_CHARS = 200  # and this much of a refused redirect's Location
+_DELAY_SECONDS = re.compile(r"[0-9]+")  # ASCII only: \d would also match other scripts' digits
+_MAX_DELAY_DIGITS = 9  # more is over a day anyway
+_MAX_DATE_CHARS = 64  # an HTTP-date is at most 30 characters (RFC 850 form with a long weekday)
 
 
 @dataclass(frozen=True)
@@ -251,23 +260,28 @@ class HttpCallbackClient:
         self.close()
 
     def deliver(self, request: CallbackRequest) -> CallbackResult:
-        """Makes one attempt at request and reports what happened.
+        """Makes one attempt at request and reports what happened; never raises.
 
         Args:
-            request: The callback; its `timeout_s` bounds the whole attempt, redirects included.
+            request: The callback; the earlier of `timeout_s` from now and `deadline_s` bounds the whole
+                attempt (lookup, connect, TLS, sending and reading).
 
         Returns:
             The outcome; network and HTTP failures are reported in it, never raised.
         """
         started_s = time.monotonic()
+        deadline_s = started_s + request.timeout_s
+        if request.deadline_s is not None:
+            deadline_s = min(deadline_s, request.deadline_s)
         try:
-            return self._attempt(request, started_s)
+            return self._attempt(request, started_s, deadline_s)
         except UnresolvedHost as exc:
             return _failure(started_s, "dns_error", str(exc))
         except UnsafeUrl as exc:
             return _failure(started_s, "unsafe_url", str(exc), retryable=False)
         except httpcore.TimeoutException:
-            return _failure(started_s, "timeout", f"no response within {request.timeout_s:g} s")
+            budget_s = max(0.0, deadline_s - started_s)
+            return _failure(started_s, "timeout", f"no complete response within {budget_s:.3g} s")
         except httpcore.ConnectError as exc:
             return _failure(started_s, "connect_error", str(exc) or "connection failed")
         except (httpcore.LocalProtocolError, UnicodeEncodeError) as exc:
@@ -275,35 +289,42 @@ class HttpCallbackClient:
             return _failure(started_s, "invalid_request", f"{type(exc).__name__}: {exc}", retryable=False)
         except (httpcore.NetworkError, httpcore.ProtocolError, OSError) as exc:
             return _failure(started_s, "transport_error", f"{type(exc).__name__}: {exc}")
-
-    def _attempt(self, request: CallbackRequest, started_s: float) -> CallbackResult:
-        """Sends request, following same-origin redirects; raises transport errors to `deliver`."""
-        deadline_s = started_s + request.timeout_s
-        url, method, body = request.url, request.method.upper(), request.body
-        headers = _outgoing_headers(request.headers)
-        for redirects in range(MAX_SAME_HOST_REDIRECTS + 1):
-            target = check_url(
-                url, self._allow_loopback, lambda host, port: self._lookup(host, port, deadline_s)
+        except Exception as exc:
+            # The receiver controls every byte of the response, so a bug anywhere in reading it must not
+            # escape: the executor would record no outcome and run the job again until it is dead, even
+            # after a 2xx. Retryable, because it says nothing about the job; logged, because it is a bug.
+            logger.exception("callback attempt failed unexpectedly", extra={"error": type(exc).__name__})
+            return _failure(
+                started_s, "client_error", f"unexpected {type(exc).__name__} in the callback client"
             )
-            response = self._send(target, method, headers, body, deadline_s)
-            location = response.headers.get("location") if response.status in REDIRECT_STATUSES else None
-            if location is None:
-                return self._result(response, started_s)
-            next_url = urljoin(url, location)
-            refusal = _redirect_refusal(target, next_url)
-            if refusal is not None:
-                return CallbackResult(
-                    status_code=response.status,
-                    latency_ms=_elapsed_ms(started_s),
-                    error_class="redirect_refused",
-                    error_message=refusal,
-                )
-            if redirects == MAX_SAME_HOST_REDIRECTS:
-                break
-            method, body = _redirected_method(response.status, method, body)
-            url = next_url
-        message = f"more than {MAX_SAME_HOST_REDIRECTS} redirects (last status {response.status})"
-        return _failure(started_s, "too_many_redirects", message, retryable=False)
+
+    def _attempt(self, request: CallbackRequest, started_s: float, deadline_s: float) -> CallbackResult:
+        """Sends request once; raises transport errors to `deliver`.
+
+        Redirects are never followed, to any place: a 3xx is the receiver's answer and is recorded as a
+        failure with its status, as Cloud Tasks treats any non-2xx. Following one would send the signed
+        request to a URL the tenant never submitted and submit never checked, and multiply requests within
+        one attempt.
+        """
+        if deadline_s <= started_s:
+            raise httpcore.PoolTimeout("no time left for the attempt")
+        headers = _outgoing_headers(request.headers)
+        target = check_url(
+            request.url,
+            self._allow_loopback,
+            lambda host, port: self._lookup(host, port, deadline_s),
+            lookup_timeout_s=None,
+        )
+        response = self._send(target, request.method.upper(), headers, request.body, deadline_s)
+        result = self._result(response, started_s)
+        if 300 <= response.status < 400:
+            # Permanent, like any other 4xx-style answer: the same request to the same URL gets the same
+            # redirect, so retries only repeat it; the tenant fixes the URL and replays the job.
+            location = response.headers.get("location")
+            moved = f" to {_clipped(location, LOCATION_CHARS)}" if location else ""
+            message = f"redirects are not followed: the receiver answered {response.status}{moved}"
+            return replace(result, error_class="redirect_refused", error_message=message)
+        return result
 
     def _lookup(self, host: str, port: int, deadline_s: float) -> Sequence[str]:
         """Resolves host on a helper thread, waiting no longer than the attempt's deadline."""
@@ -355,7 +376,7 @@ class HttpCallbackClient:
         return _Response(response.status, response_headers, preview)
 
     def _result(self, response: _Response, started_s: float) -> CallbackResult:
-        """Turns a final (non-redirect) response into a result."""
+        """Turns a response into a result."""
         return CallbackResult(
             status_code=response.status,
             latency_ms=_elapsed_ms(started_s),
@@ -365,7 +386,11 @@ class HttpCallbackClient:
 
 
 def parse_retry_after(value: str | None, now_ms: int) -> float | None:
-    """Turns a Retry-After header (delay in seconds or an HTTP-date) into seconds from now.
+    """Turns a Retry-After header (delay in seconds or an HTTP-date) into seconds from now; never raises.
+
+    Only ASCII digits count as a delay: str.isdigit() also accepts "²" or "٣", which float() rejects, and
+    a receiver controls this header. Anything else that is short ASCII is read as an HTTP-date (any of
+    RFC 9110's three forms, as leniently as email.utils reads dates) and otherwise ignored.
 
     Args:
         value: The header value, or None when absent.
@@ -376,17 +401,22 @@ def parse_retry_after(value: str | None, now_ms: int) -> float | None:
     """
     if value is None:
         return None
-    value = value.strip()
-    if value.isdigit():
-        delay_s = float(value)
-    else:
+    value = value.strip(" \t")
+    if _DELAY_SECONDS.fullmatch(value):
+        # A long digit string is past the cap anyway; int() of one would be slow, or refused past 4300 digits.
+        delay_s = float(value) if len(value) <= _MAX_DELAY_DIGITS else float(MAX_RETRY_AFTER_S)
+    elif value.isascii() and len(value) <= _MAX_DATE_CHARS:
         try:
             moment = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
+            if moment.tzinfo is None:  # asctime form (or "-0000"): an HTTP-date is always GMT
+                moment = moment.replace(tzinfo=UTC)
+            delay_s = moment.timestamp() - now_ms / 1000
+        except (TypeError, ValueError, IndexError, OverflowError):
             return None
-        if moment.tzinfo is None:
-            return None
-        delay_s = moment.timestamp() - now_ms / 1000
+    else:
+        return None
+    if not math.isfinite(delay_s):
+        return None
     return min(max(delay_s, 0.0), float(MAX_RETRY_AFTER_S))
 
 
@@ -416,37 +446,22 @@ def _outgoing_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
     return encoded
 
 
-def _redirect_refusal(current: ResolvedTarget, next_url: str) -> str | None:
-    """Says why a redirect to next_url must not be followed, or None when it stays on the same origin."""
-    try:
-        next_origin = parse_url(next_url).origin
-    except UnsafeUrl as exc:
-        return f"redirect to an unusable URL refused: {exc}"
-    if next_origin != current.origin:
-        scheme, host, port = next_origin
-        return f"redirect to another origin {scheme}://{host}:{port} refused"
-    return None
-
-
-def _redirected_method(status: int, method: str, body: bytes) -> tuple[str, bytes]:
-    """Returns the method and body for the next hop, as browsers and httpx do.
-
-    303 always becomes GET (except HEAD), 301/302 turn POST into GET, 307/308 keep both.
-    """
-    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
-        return "GET", b""
-    return method, body
-
-
 def _failure(started_s: float, error_class: str, message: str, retryable: bool = True) -> CallbackResult:
     """Builds the result of an attempt that got no usable response."""
     return CallbackResult(
         status_code=None,
         latency_ms=_elapsed_ms(started_s),
         error_class=error_class,
-        error_message=message,
+        # Protocol errors quote the receiver's bytes (h11 echoes a whole malformed header line, up to
+        # 100 KiB), and the message is stored in the execution record.
+        error_message=_clipped(message, ERROR_MESSAGE_CHARS),
         retryable_error=retryable,
     )
+
+
+def _clipped(text: str, limit: int) -> str:
+    """Returns text cut to at most limit characters, marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _elapsed_ms(started_s: float) -> int:

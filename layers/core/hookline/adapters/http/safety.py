@@ -7,12 +7,16 @@ or at the executor's own loopback, and read the answer back from the execution r
 from __future__ import annotations
 
 import ipaddress
+import logging
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
+from hookline.adapters.http.lookup import SUBMIT_LOOKUP_TIMEOUT_S, lookup_within
 from hookline.domain.errors import UnresolvedHost, UnsafeUrl
+
+logger = logging.getLogger(__name__)
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -46,11 +50,6 @@ class ParsedUrl:
     port: int
     path_and_query: str
 
-    @property
-    def origin(self) -> tuple[str, str, int]:
-        """Returns (scheme, host, port), which a same-host redirect must keep."""
-        return (self.scheme, self.host, self.port)
-
 
 @dataclass(frozen=True)
 class ResolvedTarget(ParsedUrl):
@@ -81,31 +80,55 @@ def resolve_with_getaddrinfo(host: str, port: int) -> list[str]:
 
 
 def check_url(
-    url: str, allow_loopback: bool, resolver: Resolver = resolve_with_getaddrinfo
+    url: str,
+    allow_loopback: bool,
+    resolver: Resolver = resolve_with_getaddrinfo,
+    *,
+    lookup_timeout_s: float | None = SUBMIT_LOOKUP_TIMEOUT_S,
 ) -> ResolvedTarget:
     """Checks that url may be called and returns where to connect.
 
     Every resolved address must be safe, not just the first: a name with one public and one private
     answer would otherwise reach the private one whenever the client picks it.
 
+    A refusal never says what a name resolves to: the message reaches the tenant (API answer, execution
+    record), and naming the address would let a tenant read the VPC's private DNS through Hookline. The
+    address and the reason go to the debug log only. An IP literal is the tenant's own input, so its
+    refusal says which kind of address it is.
+
     Args:
         url: The callback URL as the tenant gave it.
         allow_loopback: Lets 127.0.0.0/8 and ::1 through, for local development only.
         resolver: Looks names up; injected so tests need no DNS.
+        lookup_timeout_s: How long the lookup may take (see `lookup.lookup_within`); None when resolver
+            bounds itself, as the callback client's does with the attempt's deadline.
 
     Returns:
         The parsed URL with the first resolved address pinned.
 
     Raises:
+        DnsTimeout: The lookup did not finish within lookup_timeout_s.
         UnsafeUrl: The URL is malformed, uses another scheme, carries credentials, does not resolve
             or resolves to an address that is not globally routable.
     """
     parsed = parse_url(url)
-    addresses = _resolve(parsed.host, parsed.port, resolver)
+    lookup = resolver
+    if lookup_timeout_s is not None:
+        limit_s = lookup_timeout_s
+
+        def lookup(host: str, port: int) -> Sequence[str]:
+            return lookup_within(resolver, host, port, limit_s)
+
+    literal = _ip_literal(parsed.host)
+    addresses = [literal] if literal is not None else _resolve(parsed.host, parsed.port, lookup)
     for address in addresses:
         reason = refusal_reason(address, allow_loopback)
-        if reason is not None:
-            raise UnsafeUrl(f"callback host {parsed.host!r} resolves to {address}, {reason}", field="url")
+        if reason is None:
+            continue
+        detail = {"host": parsed.host, "address": str(address), "reason": reason}
+        logger.debug("callback host refused", extra=detail)
+        message = f"callback host {parsed.host!r} is not a public address"
+        raise UnsafeUrl(message + (f": it is {reason}" if literal is not None else ""), field="url")
     pinned = str(_unmapped(addresses[0]))
     return ResolvedTarget(parsed.scheme, parsed.host, parsed.port, parsed.path_and_query, ip=pinned)
 
@@ -198,7 +221,7 @@ def parse_url(url: str) -> ParsedUrl:
     """Splits url into the parts a connection needs, refusing what Hookline never calls.
 
     Args:
-        url: A callback URL, or a redirect's absolute Location.
+        url: A callback URL.
 
     Returns:
         The parts, with the host in ASCII form and the port defaulted.
@@ -230,12 +253,16 @@ def parse_url(url: str) -> ParsedUrl:
     return ParsedUrl(scheme, host, port if port is not None else DEFAULT_PORTS[scheme], path_and_query)
 
 
-def _resolve(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
-    """Returns every address of host; an IP literal is its own answer and skips the resolver."""
+def _ip_literal(host: str) -> IPAddress | None:
+    """Returns host as an address when it is an IP literal (which needs no lookup), else None."""
     try:
-        return [ipaddress.ip_address(host)]
+        return ipaddress.ip_address(host)
     except ValueError:
-        pass
+        return None
+
+
+def _resolve(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
+    """Returns every address of the name host."""
     try:
         answers = resolver(host, port)
     except UnicodeError as exc:  # not a valid host name (IDNA): no lookup can ever succeed
@@ -247,7 +274,9 @@ def _resolve(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
         try:
             addresses.append(ipaddress.ip_address(answer))
         except ValueError as exc:
-            message = f"callback host {host!r} resolved to a non-address {answer!r}"
+            # The answer itself stays out of the message, like any resolved address (see check_url).
+            logger.debug("resolver gave a non-address", extra={"host": host, "answer": repr(answer)})
+            message = f"callback host {host!r} resolved to something that is not an IP address"
             raise UnsafeUrl(message, field="url") from exc
     if not addresses:
         raise UnresolvedHost(f"callback host {host!r} does not resolve", field="url")

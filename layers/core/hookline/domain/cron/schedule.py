@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
 from enum import StrEnum
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import PydanticCustomError
 
+from hookline.domain import constants
 from hookline.domain.cron.expression import spec_for, zone_of
 from hookline.domain.errors import InvalidRequest
 from hookline.domain.models import JobRequest
+from hookline.domain.request_rules import EARLIEST_TIME, LATEST_TIME, ClientTime
 
 # A schedule decides when its jobs run and creates each at most once: these request fields have no place.
 _TIMING_FIELDS = ("delay_s", "run_at", "idempotency_key")
+_WINDOW = f"from {EARLIEST_TIME} to before {LATEST_TIME}"
+
+
+def template_text(job: Mapping[str, Any]) -> str:
+    """Returns a job template as the schedule item stores it: compact JSON, non-ASCII kept as UTF-8."""
+    return json.dumps(job, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 class ScheduleTooFrequent(InvalidRequest):
@@ -47,11 +57,18 @@ class JobTemplate(JobRequest):
                     raise ValueError(f"{name} is not allowed in a schedule's job: the schedule decides when")
         return data
 
-
-def _aware(value: datetime | None) -> datetime | None:
-    if value is not None and value.tzinfo is None:
-        raise ValueError("needs a UTC offset (RFC 3339), for example 2026-01-01T00:00:00Z")
-    return value
+    @model_validator(mode="after")
+    def _storable(self) -> Self:
+        # The schedule item holds the template as JSON text, where escaping can double a body that fits a
+        # job (every quote, backslash or control character); past the limit the item outgrows DynamoDB's.
+        size = len(template_text(self.model_dump(mode="json", exclude_none=True)).encode())
+        if size > constants.MAX_TEMPLATE_BYTES:
+            raise PydanticCustomError(
+                "template_too_large",
+                "the job template is {size} bytes as stored JSON; at most {limit}",
+                {"size": size, "limit": constants.MAX_TEMPLATE_BYTES},
+            )
+        return self
 
 
 def _check_expression(value: str | None) -> str | None:
@@ -81,14 +98,15 @@ class ScheduleRequest(BaseModel):
         default="UTC", max_length=64, description="IANA timezone, for example Europe/London."
     )
     job: JobTemplate = Field(description="The job each occurrence creates (a job request without timing).")
-    start_at: datetime | None = Field(default=None, description="No occurrence before this time.")
-    end_at: datetime | None = Field(default=None, description="No occurrence after this time.")
+    start_at: ClientTime | None = Field(
+        default=None, description=f"No occurrence before this time ({_WINDOW})."
+    )
+    end_at: ClientTime | None = Field(default=None, description=f"No occurrence after this time ({_WINDOW}).")
     catch_up: CatchUp = CatchUp.SKIP
-    paused: bool = False
+    paused: StrictBool = False
 
     _expression = field_validator("expression")(_check_expression)
     _timezone = field_validator("timezone")(_check_timezone)
-    _times = field_validator("start_at", "end_at")(_aware)
 
     @model_validator(mode="after")
     def _window(self) -> Self:
@@ -106,17 +124,16 @@ class ScheduleUpdate(BaseModel):
     timezone: str | None = Field(default=None, max_length=64)
     job: JobTemplate | None = None
     catch_up: CatchUp | None = None
-    paused: bool | None = Field(default=None, description="true pauses, false resumes.")
-    start_at: datetime | None = Field(
-        default=None, description="No occurrence before this time; null removes it."
+    paused: StrictBool | None = Field(default=None, description="true pauses, false resumes.")
+    start_at: ClientTime | None = Field(
+        default=None, description=f"No occurrence before this time ({_WINDOW}); null removes it."
     )
-    end_at: datetime | None = Field(
-        default=None, description="No occurrence after this time; null removes it."
+    end_at: ClientTime | None = Field(
+        default=None, description=f"No occurrence after this time ({_WINDOW}); null removes it."
     )
 
     _expression = field_validator("expression")(_check_expression)
     _timezone = field_validator("timezone")(_check_timezone)
-    _times = field_validator("start_at", "end_at")(_aware)
 
 
 @dataclass(frozen=True)

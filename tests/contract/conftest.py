@@ -1,0 +1,288 @@
+"""The contract suite's backends: every port once as its fake (tests/fakes) and once as its real adapter.
+
+Each test takes `redis_backend` or `dynamo_backend` and runs twice, against the fake and against the real
+adapter (a real redis-server, moto's server), asserting the same observable results; so a fake that drifts
+from its adapter fails here. Redis state is read through one probe interface, by the real key names: the fake
+memory implements it, and RealRedisProbe reads the server.
+
+Time: the Redis roles take now_ms as an argument, but Redis reads its own clock for stream ids, idle times and
+expiry. `elapse(ms)` lets that much of that clock pass: it advances the fake's FrozenClock, and sleeps for the
+real server (only a few tests need it, for idle times of tens of milliseconds).
+
+DynamoDB: one set of tables on the session's moto server (no per-test reset, which costs a second or more);
+each test works in a tenant and a shard of its own.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pytest
+import redis
+
+from hookline.adapters.dynamo.job_store import DynamoJobStore
+from hookline.adapters.dynamo.key_store import DynamoKeyStore
+from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
+from hookline.adapters.redis import keys as redis_keys
+from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.clock import FrozenClock
+from hookline.domain.keys import KeyRecord
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import dynamodb_client
+from hookline.ports import (
+    CronIndex,
+    DueIndex,
+    JobAdminStore,
+    JobStore,
+    KeyReader,
+    Limiters,
+    ReadyStream,
+    ScheduleAdminStore,
+    ScheduleStore,
+)
+from tests.fakes.index import FakeIndex
+from tests.fakes.jobs import FakeJobStore
+from tests.fakes.keys import FakeKeyStore
+from tests.fakes.redis_memory import RedisMemory
+from tests.fakes.schedules import FakeScheduleStore
+from tests.fakes.tables import JobsTables
+from tests.support.aws import make_tables
+
+GROUP = redis_keys.CONSUMER_GROUP
+EXECUTOR, REAPER = "executor", "reaper"
+LEASE_MARGIN_MS = 200
+BACKENDS = ["fake", pytest.param("real", marks=pytest.mark.integration)]
+
+
+class RedisRoles(DueIndex, ReadyStream, Limiters, CronIndex, Protocol):
+    """Every Redis role over one connection, as RedisIndex and FakeIndex play them."""
+
+
+class RedisProbe(Protocol):
+    """Reads (and seeds) Redis keys by their real names."""
+
+    def zset(self, key: str) -> dict[str, float]:
+        """Returns member -> score."""
+        ...
+
+    def stream(self, key: str) -> list[tuple[str, dict[str, str]]]:
+        """Returns (id, fields), oldest first."""
+        ...
+
+    def pending(self, key: str, group: str) -> list[tuple[str, str, int]]:
+        """Returns (entry id, consumer, times delivered) in id order."""
+        ...
+
+    def list_length(self, key: str) -> int:
+        """Returns a list's length."""
+        ...
+
+    def hash(self, key: str) -> dict[str, str]:
+        """Returns a hash's fields."""
+        ...
+
+    def consumers(self, key: str, group: str) -> dict[str, int]:
+        """Returns each consumer's count of pending entries."""
+        ...
+
+    def add_entry(self, key: str, fields: dict[str, str]) -> str:
+        """XADDs raw fields; returns the id."""
+        ...
+
+    def delete_entry(self, key: str, entry_id: str) -> None:
+        """XDELs an entry."""
+        ...
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RealRedisProbe:
+    """The probe over a real Redis client."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        # The client's replies are loosely typed (bytes, str, optional): read them as Any and convert.
+        self._client: Any = client
+
+    def zset(self, key: str) -> dict[str, float]:
+        """Returns member -> score."""
+        return {_text(m): float(s) for m, s in self._client.zrange(key, 0, -1, withscores=True)}
+
+    def stream(self, key: str) -> list[tuple[str, dict[str, str]]]:
+        """Returns (id, fields), oldest first."""
+        return [
+            (_text(i), {_text(k): _text(v) for k, v in fields.items()})
+            for i, fields in self._client.xrange(key)
+        ]
+
+    def pending(self, key: str, group: str) -> list[tuple[str, str, int]]:
+        """Returns (entry id, consumer, times delivered) in id order."""
+        if not self._client.exists(key) or not any(
+            _text(g["name"]) == group for g in self._client.xinfo_groups(key)
+        ):
+            return []
+        rows = self._client.xpending_range(key, group, min="-", max="+", count=10_000)
+        return [(_text(r["message_id"]), _text(r["consumer"]), int(r["times_delivered"])) for r in rows]
+
+    def list_length(self, key: str) -> int:
+        """Returns a list's length."""
+        return int(self._client.llen(key))
+
+    def hash(self, key: str) -> dict[str, str]:
+        """Returns a hash's fields."""
+        return {_text(k): _text(v) for k, v in self._client.hgetall(key).items()}
+
+    def consumers(self, key: str, group: str) -> dict[str, int]:
+        """Returns each consumer's count of pending entries."""
+        return {_text(c["name"]): int(c["pending"]) for c in self._client.xinfo_consumers(key, group)}
+
+    def add_entry(self, key: str, fields: dict[str, str]) -> str:
+        """XADDs raw fields; returns the id."""
+        return _text(self._client.xadd(key, fields))
+
+    def delete_entry(self, key: str, entry_id: str) -> None:
+        """XDELs an entry."""
+        self._client.xdel(key, entry_id)
+
+
+@dataclass
+class RedisBackend:
+    """One Redis (fake or real): role objects per consumer, a probe, and a way to let Redis's time pass."""
+
+    name: str
+    roles: Callable[[str], RedisRoles]
+    probe: RedisProbe
+    elapse: Callable[[int], None]
+
+    @property
+    def executor(self) -> RedisRoles:
+        """Returns the roles as the executor consumer."""
+        return self.roles(EXECUTOR)
+
+    @property
+    def reaper(self) -> RedisRoles:
+        """Returns the roles as the reaper consumer."""
+        return self.roles(REAPER)
+
+    def state(self, shard: int = 0) -> dict[str, Any]:
+        """Reads a shard's keys: due, ready (fields), pending (member, consumer, deliveries), inflight,
+        wake (tokens), dead (fields)."""
+        p = self.probe
+        ready = p.stream(redis_keys.ready_stream(shard))
+        member_of = {entry_id: fields.get("m", "?") for entry_id, fields in ready}
+        return {
+            "due": p.zset(redis_keys.due_key(shard)),
+            "ready": [fields for _, fields in ready],
+            "pending": [
+                (member_of.get(entry_id, f"<deleted {entry_id}>"), consumer, count)
+                for entry_id, consumer, count in p.pending(redis_keys.ready_stream(shard), GROUP)
+            ],
+            "inflight": p.zset(redis_keys.inflight_key(shard)),
+            "wake": p.list_length(redis_keys.wake_key(shard)),
+            "dead": [fields for _, fields in p.stream(redis_keys.dead_stream(shard))],
+        }
+
+
+def wall_ms() -> int:
+    """Returns the wall clock in ms (the fake's clock starts there, so ids look like the server's)."""
+    return time.time_ns() // 1_000_000
+
+
+@pytest.fixture(params=BACKENDS)
+def redis_backend(request: pytest.FixtureRequest) -> RedisBackend:
+    """Yields the fake Redis, then a real redis-server (flushed)."""
+    if request.param == "fake":
+        clock = FrozenClock(wall_ms())
+        memory = RedisMemory(clock)
+        return RedisBackend("fake", lambda consumer: FakeIndex(memory, consumer), memory, clock.advance)
+    client: redis.Redis = request.getfixturevalue("redis_client")
+    return RedisBackend(
+        "real",
+        lambda consumer: RedisIndex(client, consumer=consumer),
+        RealRedisProbe(client),
+        lambda ms: time.sleep(ms / 1000),
+    )
+
+
+class JobStores(JobStore, JobAdminStore, Protocol):
+    """The job store in both roles, as DynamoJobStore and FakeJobStore play them."""
+
+
+class ScheduleStores(ScheduleStore, ScheduleAdminStore, Protocol):
+    """The schedule store in both roles."""
+
+
+class KeyStore(KeyReader, Protocol):
+    """The key reader, and the writer of key records tests need."""
+
+    def put_key(self, record: KeyRecord) -> None:
+        """Stores a key record."""
+        ...
+
+
+@dataclass
+class DynamoBackend:
+    """The stores of one jobs table (fake or moto), and a tenant and a shard no other test uses."""
+
+    name: str
+    jobs: JobStores
+    schedules: ScheduleStores
+    keys: KeyStore
+    tenant: str
+    shard: int
+
+
+@pytest.fixture(scope="session")
+def contract_tables(aws_endpoint: str) -> Iterator[tuple[Settings, Any]]:
+    """Creates one set of tables on moto for the contract suite; yields their settings and a client.
+
+    Creating tables costs seconds on a loaded machine, so they are made once. The `settings` fixture of the
+    integration tests resets moto, dropping them; the contract tests run together (one directory), after
+    or before those, never between them.
+    """
+    suffix = uuid.uuid4().hex[:8]
+    settings = Settings(
+        redis_url="redis://127.0.0.1:1/0",  # unused: the Redis contract has its own backend
+        jobs_table=f"contract-jobs-{suffix}",
+        executions_table=f"contract-executions-{suffix}",
+        api_keys_table=f"contract-api-keys-{suffix}",
+        aws_endpoint_url=aws_endpoint,
+    )
+    make_tables(settings)
+    client = dynamodb_client(settings)
+    yield settings, client
+    client.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
+    """Yields the fake stores, then the DynamoDB adapters on moto, for a fresh tenant and shard."""
+    tenant = f"t{uuid.uuid4().hex[:10]}"
+    shard = uuid.uuid4().int % 1_000_000 + 1_000
+    if request.param == "fake":
+        tables = JobsTables()
+        yield DynamoBackend(
+            "fake",
+            FakeJobStore(tables, lease_margin_ms=LEASE_MARGIN_MS),
+            FakeScheduleStore(tables),
+            FakeKeyStore(),
+            tenant,
+            shard,
+        )
+        return
+    settings, client = request.getfixturevalue("contract_tables")
+    yield DynamoBackend(
+        "real",
+        DynamoJobStore(
+            client, settings.jobs_table, settings.executions_table, lease_margin_ms=LEASE_MARGIN_MS
+        ),
+        DynamoScheduleStore(client, settings.jobs_table),
+        DynamoKeyStore(client, settings.api_keys_table),
+        tenant,
+        shard,
+    )

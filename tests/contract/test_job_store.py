@@ -1,0 +1,476 @@
+"""JobStore and JobAdminStore contract: every named condition's accept and refuse cases, fake and moto alike.
+
+The expected job after each write is built from the job before it, so both backends must store exactly the
+same fields (the lease, the live index, the last status code and error, the attempt base).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from hookline.domain import constants
+from hookline.domain.delivery import Claim, Finish
+from hookline.domain.errors import IdempotencyConflict, NotFound, StaleState
+from hookline.domain.ids import new_id
+from hookline.domain.models import Execution, ExecutionOutcome, FlowControl, Job, JobStatus, Member
+from tests.contract.conftest import LEASE_MARGIN_MS, DynamoBackend
+
+NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+TIMEOUT_MS = 5_000
+
+
+def make_job(backend: DynamoBackend, due_ms: int = NOW, **changes: object) -> Job:
+    """Returns a new scheduled job of the backend's tenant and shard (not stored)."""
+    job = Job(
+        tenant=backend.tenant,
+        job_id=new_id(NOW),
+        status=JobStatus.SCHEDULED,
+        generation=1,
+        attempt=0,
+        max_attempts=3,
+        url="https://example.com/hook",
+        method="POST",
+        headers={"Content-Type": "application/json"},
+        body='{"n":1}',
+        due_ms=due_ms,
+        created_ms=NOW,
+        updated_ms=NOW,
+        min_backoff_ms=1_000,
+        max_backoff_ms=60_000,
+        timeout_ms=TIMEOUT_MS,
+        shard=backend.shard,
+        flow=FlowControl("partner", 5, 1_000, None, 0),
+    )
+    return job.with_changes(**changes)
+
+
+def stored(backend: DynamoBackend, due_ms: int = NOW, **changes: object) -> Job:
+    """Creates a new job and returns it."""
+    job, created = backend.jobs.create(make_job(backend, due_ms, **changes), "hash", NOW)
+    assert created
+    return job
+
+
+def claimed(backend: DynamoBackend, now_ms: int = NOW) -> Job:
+    """Creates a job and claims it; returns the running job."""
+    return backend.jobs.claim(stored(backend).member(), now_ms).job
+
+
+def running(job: Job, now_ms: int) -> Job:
+    """Returns what a successful claim at now_ms makes of job."""
+    return job.with_changes(
+        status=JobStatus.RUNNING,
+        attempt=job.attempt + 1,
+        lease_expires_at_ms=now_ms + LEASE_MARGIN_MS + job.timeout_ms,
+        updated_ms=now_ms,
+    )
+
+
+def execution(job: Job, outcome: ExecutionOutcome, status_code: int | None) -> Execution:
+    """Returns the record of job's current attempt."""
+    return Execution(
+        job.tenant, job.job_id, job.attempt, job.generation, NOW, NOW + 20, outcome, 20, status_code
+    )
+
+
+def live_ids(backend: DynamoBackend, page: int = 100) -> list[str]:
+    """Returns the ids in the backend shard's live index, paging through it."""
+    ids: list[str] = []
+    start = None
+    for _ in range(100):
+        jobs, start = backend.jobs.live_jobs(backend.shard, start, page)
+        ids += [job.job_id for job in jobs]
+        if start is None:
+            return ids
+    raise AssertionError("live_jobs did not end")
+
+
+# create and get
+
+
+def test_given_new_job_when_created_then_stored_as_given_and_live(dynamo_backend: DynamoBackend) -> None:
+    job = make_job(dynamo_backend)
+
+    assert dynamo_backend.jobs.create(job, "hash", NOW) == (job, True)
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job
+    assert live_ids(dynamo_backend) == [job.job_id]
+
+
+def test_given_unknown_or_foreign_id_when_got_then_not_found(dynamo_backend: DynamoBackend) -> None:
+    job = stored(dynamo_backend)
+
+    with pytest.raises(NotFound):
+        dynamo_backend.jobs.get(dynamo_backend.tenant, new_id(NOW))
+    with pytest.raises(NotFound):
+        dynamo_backend.jobs.get("someone-else", job.job_id)
+
+
+def test_given_idempotency_key_when_same_request_repeated_then_first_job_returned_not_created(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    first, created = dynamo_backend.jobs.create(make_job(dynamo_backend, idempotency_key="k"), "h1", NOW)
+    repeat = make_job(dynamo_backend, idempotency_key="k")
+
+    assert created
+    assert dynamo_backend.jobs.create(repeat, "h1", NOW + 1_000) == (first, False)
+    with pytest.raises(NotFound):
+        dynamo_backend.jobs.get(repeat.tenant, repeat.job_id)
+
+
+def test_given_idempotency_key_when_reused_for_another_request_then_conflict_and_nothing_stored(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    dynamo_backend.jobs.create(make_job(dynamo_backend, idempotency_key="k"), "h1", NOW)
+    other = make_job(dynamo_backend, idempotency_key="k")
+
+    with pytest.raises(IdempotencyConflict):
+        dynamo_backend.jobs.create(other, "h2", NOW)
+    with pytest.raises(NotFound):
+        dynamo_backend.jobs.get(other.tenant, other.job_id)
+
+
+def test_given_idempotency_marker_expired_when_key_used_again_then_new_job(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    dynamo_backend.jobs.create(make_job(dynamo_backend, idempotency_key="k"), "h1", NOW)
+    later = NOW + (constants.IDEMPOTENCY_RETENTION_S + 1) * 1000
+    again = make_job(dynamo_backend, idempotency_key="k")
+
+    assert dynamo_backend.jobs.create(again, "h2", later + 1_000) == (again, True)
+    assert dynamo_backend.jobs.create(make_job(dynamo_backend, idempotency_key="k"), "h2", later + 2_000) == (
+        again,
+        False,
+    )
+
+
+def test_given_same_key_in_another_tenant_when_created_then_independent(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    dynamo_backend.jobs.create(make_job(dynamo_backend, idempotency_key="k"), "h1", NOW)
+    elsewhere = make_job(dynamo_backend, idempotency_key="k", tenant=dynamo_backend.tenant + "-b")
+
+    assert dynamo_backend.jobs.create(elsewhere, "h2", NOW) == (elsewhere, True)
+
+
+# claim: CLAIMABLE
+
+
+def test_given_scheduled_job_when_claimed_then_running_under_a_lease(dynamo_backend: DynamoBackend) -> None:
+    job = stored(dynamo_backend)
+
+    claim = dynamo_backend.jobs.claim(job.member(), NOW + 10)
+
+    assert claim == Claim(running(job, NOW + 10))
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == claim.job
+    assert live_ids(dynamo_backend) == [job.job_id]
+
+
+@pytest.mark.parametrize(
+    ("lease_offset_ms", "claimable"),
+    [
+        pytest.param(0, False, id="given_lease_expiring_exactly_now_then_still_held"),
+        pytest.param(1, True, id="given_lease_expired_one_ms_ago_then_taken_over"),
+    ],
+)
+def test_given_running_job_when_claimed_again_then_only_after_its_lease(
+    dynamo_backend: DynamoBackend, lease_offset_ms: int, claimable: bool
+) -> None:
+    first = claimed(dynamo_backend, NOW)
+    assert first.lease_expires_at_ms is not None
+    now = first.lease_expires_at_ms + lease_offset_ms
+
+    if not claimable:
+        with pytest.raises(StaleState):
+            dynamo_backend.jobs.claim(first.member(), now)
+        assert dynamo_backend.jobs.get(first.tenant, first.job_id) == first
+        return
+    claim = dynamo_backend.jobs.claim(first.member(), now)
+    assert claim == Claim(running(first, now), abandoned_attempt=1, abandoned_since_ms=NOW)
+    assert dynamo_backend.jobs.get(first.tenant, first.job_id).attempt == 2
+
+
+@pytest.mark.parametrize(
+    "member_of",
+    [
+        pytest.param(
+            lambda job: Member(job.tenant, job.job_id, job.generation + 1), id="given_newer_generation"
+        ),
+        pytest.param(
+            lambda job: Member(job.tenant, job.job_id, job.generation - 1), id="given_older_generation"
+        ),
+        pytest.param(lambda job: Member(job.tenant, new_id(NOW), 1), id="given_unknown_job"),
+        pytest.param(
+            lambda job: Member("someone-else", job.job_id, job.generation), id="given_foreign_tenant"
+        ),
+    ],
+)
+def test_given_member_not_of_the_stored_job_when_claimed_then_stale_and_unchanged(
+    dynamo_backend: DynamoBackend, member_of: Callable[[Job], Member]
+) -> None:
+    job = stored(dynamo_backend, generation=2)
+
+    with pytest.raises(StaleState):
+        dynamo_backend.jobs.claim(member_of(job), NOW)
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job
+
+
+@pytest.mark.parametrize("status", [JobStatus.SUCCEEDED, JobStatus.DEAD, JobStatus.CANCELLED])
+def test_given_finished_job_when_claimed_then_stale(dynamo_backend: DynamoBackend, status: JobStatus) -> None:
+    job = stored(dynamo_backend, status=status)
+
+    with pytest.raises(StaleState):
+        dynamo_backend.jobs.claim(job.member(), NOW)
+
+
+# finish: HELD_BY_ATTEMPT
+
+
+@pytest.mark.parametrize(
+    ("finish", "want_changes"),
+    [
+        pytest.param(
+            Finish(JobStatus.SUCCEEDED, 200, None),
+            {"status": JobStatus.SUCCEEDED, "last_status_code": 200},
+            id="given_success_then_succeeded_and_not_live",
+        ),
+        pytest.param(
+            Finish(JobStatus.DEAD, 404, "status 404"),
+            {"status": JobStatus.DEAD, "last_status_code": 404, "last_error": "status 404"},
+            id="given_permanent_failure_then_dead_and_not_live",
+        ),
+        pytest.param(
+            Finish(JobStatus.SCHEDULED, None, "timeout", NOW + 9_000),
+            {"status": JobStatus.SCHEDULED, "last_error": "timeout", "generation": 2, "due_ms": NOW + 9_000},
+            id="given_retry_then_scheduled_in_next_generation_and_live_at_its_due_time",
+        ),
+    ],
+)
+def test_given_attempt_holding_the_job_when_finished_then_next_state_and_its_record(
+    dynamo_backend: DynamoBackend, finish: Finish, want_changes: dict[str, object]
+) -> None:
+    job = claimed(dynamo_backend)
+    record = execution(job, ExecutionOutcome.SUCCEEDED, finish.status_code)
+
+    dynamo_backend.jobs.finish(job, finish, [record], NOW + 50)
+
+    want = job.with_changes(updated_ms=NOW + 50, lease_expires_at_ms=None, **want_changes)
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == want
+    assert dynamo_backend.jobs.executions(job.tenant, job.job_id) == [record]
+    assert live_ids(dynamo_backend) == ([job.job_id] if finish.status is JobStatus.SCHEDULED else [])
+
+
+def test_given_earlier_outcome_recorded_when_finished_then_code_and_error_replaced(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    job = claimed(dynamo_backend)
+    dynamo_backend.jobs.finish(job, Finish(JobStatus.SCHEDULED, 503, "status 503", NOW), [], NOW)
+    second = dynamo_backend.jobs.claim(Member(job.tenant, job.job_id, 2), NOW + 1).job
+
+    dynamo_backend.jobs.finish(second, Finish(JobStatus.SCHEDULED, None, "timeout", NOW + 5), [], NOW + 2)
+
+    after = dynamo_backend.jobs.get(job.tenant, job.job_id)
+    assert (after.last_status_code, after.last_error, after.generation, after.attempt) == (
+        None,
+        "timeout",
+        3,
+        2,
+    )
+
+
+@pytest.mark.parametrize(
+    "stale_view",
+    [
+        pytest.param(lambda job: job.with_changes(attempt=job.attempt - 1), id="given_an_earlier_attempt"),
+        pytest.param(
+            lambda job: job.with_changes(generation=job.generation + 1), id="given_another_generation"
+        ),
+    ],
+)
+def test_given_attempt_that_lost_the_job_when_finished_then_stale_and_nothing_written(
+    dynamo_backend: DynamoBackend, stale_view: Callable[[Job], Job]
+) -> None:
+    first = claimed(dynamo_backend)
+    assert first.lease_expires_at_ms is not None
+    second = dynamo_backend.jobs.claim(first.member(), first.lease_expires_at_ms + 1).job
+    view = stale_view(second)
+
+    with pytest.raises(StaleState):
+        dynamo_backend.jobs.finish(
+            view,
+            Finish(JobStatus.SUCCEEDED, 200, None),
+            [execution(view, ExecutionOutcome.SUCCEEDED, 200)],
+            NOW,
+        )
+    assert dynamo_backend.jobs.get(first.tenant, first.job_id) == second
+    assert dynamo_backend.jobs.executions(first.tenant, first.job_id) == []
+
+
+@pytest.mark.parametrize("status", [JobStatus.SCHEDULED, JobStatus.SUCCEEDED, JobStatus.CANCELLED])
+def test_given_job_not_running_when_finished_then_stale(
+    dynamo_backend: DynamoBackend, status: JobStatus
+) -> None:
+    job = stored(dynamo_backend, status=status, attempt=1)
+
+    with pytest.raises(StaleState):
+        dynamo_backend.jobs.finish(job, Finish(JobStatus.SUCCEEDED, 200, None), [], NOW)
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job
+
+
+# mark_dead: LIVE_IN_GENERATION
+
+
+@pytest.mark.parametrize("claim_first", [False, True], ids=["given_scheduled_job", "given_running_job"])
+def test_given_live_job_of_the_generation_when_marked_dead_then_dead_with_reason(
+    dynamo_backend: DynamoBackend, claim_first: bool
+) -> None:
+    job = claimed(dynamo_backend) if claim_first else stored(dynamo_backend)
+
+    dynamo_backend.jobs.mark_dead(job.member(), "deliveries_exhausted", NOW + 7)
+
+    want = job.with_changes(
+        status=JobStatus.DEAD, last_error="deliveries_exhausted", updated_ms=NOW + 7, lease_expires_at_ms=None
+    )
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == want
+    assert live_ids(dynamo_backend) == []
+
+
+def test_given_job_moved_on_when_marked_dead_then_stale_and_unchanged(dynamo_backend: DynamoBackend) -> None:
+    job = stored(dynamo_backend, generation=3)
+    done = stored(dynamo_backend, status=JobStatus.SUCCEEDED)
+
+    for member in (
+        Member(job.tenant, job.job_id, 2),
+        done.member(),
+        Member(job.tenant, new_id(NOW), 1),
+    ):
+        with pytest.raises(StaleState):
+            dynamo_backend.jobs.mark_dead(member, "deliveries_exhausted", NOW)
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job
+    assert dynamo_backend.jobs.get(done.tenant, done.job_id) == done
+
+
+# cancel: CANCELLABLE
+
+
+def test_given_scheduled_job_when_cancelled_then_returned_as_it_was_and_cancelled(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    job = stored(dynamo_backend)
+
+    assert dynamo_backend.jobs.cancel(job.tenant, job.job_id, NOW + 3) == job
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job.with_changes(
+        status=JobStatus.CANCELLED, updated_ms=NOW + 3
+    )
+    assert live_ids(dynamo_backend) == []
+
+
+def test_given_running_job_when_cancelled_then_stale_naming_its_status(dynamo_backend: DynamoBackend) -> None:
+    job = claimed(dynamo_backend)
+
+    with pytest.raises(StaleState, match="is running"):
+        dynamo_backend.jobs.cancel(job.tenant, job.job_id, NOW)
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job
+
+
+def test_given_unknown_or_foreign_job_when_cancelled_then_not_found(dynamo_backend: DynamoBackend) -> None:
+    job = stored(dynamo_backend)
+
+    with pytest.raises(NotFound):
+        dynamo_backend.jobs.cancel(job.tenant, new_id(NOW), NOW)
+    with pytest.raises(NotFound):
+        dynamo_backend.jobs.cancel("someone-else", job.job_id, NOW)
+
+
+# replay: REPLAYABLE
+
+
+def test_given_dead_job_when_replayed_then_scheduled_now_in_new_generation_with_fresh_budget(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    job = claimed(dynamo_backend)
+    dynamo_backend.jobs.finish(job, Finish(JobStatus.DEAD, 410, "status 410"), [], NOW + 1)
+
+    replayed = dynamo_backend.jobs.replay(job.tenant, job.job_id, job.shard, NOW + 9)
+
+    want = job.with_changes(
+        status=JobStatus.SCHEDULED,
+        generation=2,
+        attempt_base=1,
+        due_ms=NOW + 9,
+        updated_ms=NOW + 9,
+        lease_expires_at_ms=None,
+    )
+    assert replayed == want
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == want
+    assert live_ids(dynamo_backend) == [job.job_id]
+
+
+def test_given_job_not_dead_when_replayed_then_stale_or_not_found(dynamo_backend: DynamoBackend) -> None:
+    job = stored(dynamo_backend)
+
+    with pytest.raises(StaleState, match="is scheduled"):
+        dynamo_backend.jobs.replay(job.tenant, job.job_id, job.shard, NOW)
+    with pytest.raises(NotFound):
+        dynamo_backend.jobs.replay(job.tenant, new_id(NOW), job.shard, NOW)
+
+
+# reads: live_jobs, list_jobs, executions
+
+
+def test_given_live_and_finished_jobs_when_live_index_paged_then_live_ones_in_due_order(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    due_order = [stored(dynamo_backend, due_ms=NOW + offset) for offset in (500, 100, 300, 200, 400)]
+    stored(dynamo_backend, status=JobStatus.SUCCEEDED)
+    dynamo_backend.jobs.cancel(due_order[0].tenant, due_order[0].job_id, NOW)
+
+    first, start = dynamo_backend.jobs.live_jobs(dynamo_backend.shard, None, 3)
+    second, end = dynamo_backend.jobs.live_jobs(dynamo_backend.shard, start, 3)
+
+    assert [j.due_ms for j in first] == [NOW + 100, NOW + 200, NOW + 300]
+    assert [j.due_ms for j in second] == [NOW + 400]
+    assert start is not None and end is None
+
+
+def test_given_jobs_when_listed_then_newest_first_in_pages(dynamo_backend: DynamoBackend) -> None:
+    jobs = [stored(dynamo_backend, job_id=new_id(NOW + n)) for n in range(5)]
+    newest_first = [j.job_id for j in reversed(jobs)]
+
+    page1, after1 = dynamo_backend.jobs.list_jobs(dynamo_backend.tenant, None, None, 2)
+    page2, after2 = dynamo_backend.jobs.list_jobs(dynamo_backend.tenant, None, after1, 2)
+    page3, after3 = dynamo_backend.jobs.list_jobs(dynamo_backend.tenant, None, after2, 2)
+
+    assert [j.job_id for j in page1 + page2 + page3] == newest_first
+    assert (after1, after2, after3) == (newest_first[1], newest_first[3], None)
+
+
+def test_given_jobs_in_several_states_when_listed_by_status_then_only_that_status(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    statuses = [JobStatus.DEAD, JobStatus.SCHEDULED, JobStatus.DEAD, JobStatus.SUCCEEDED, JobStatus.DEAD]
+    jobs = [stored(dynamo_backend, job_id=new_id(NOW + n), status=s) for n, s in enumerate(statuses)]
+    dead_newest_first = [j.job_id for j in reversed(jobs) if j.status is JobStatus.DEAD]
+
+    page1, after1 = dynamo_backend.jobs.list_jobs(dynamo_backend.tenant, JobStatus.DEAD, None, 2)
+    page2, after2 = dynamo_backend.jobs.list_jobs(dynamo_backend.tenant, JobStatus.DEAD, after1, 2)
+
+    assert [j.job_id for j in page1] == dead_newest_first[:2]
+    assert [j.job_id for j in page2] == dead_newest_first[2:]
+    assert after2 is None
+    assert dynamo_backend.jobs.list_jobs("nobody", None, None, 10) == ([], None)
+
+
+def test_given_attempts_recorded_when_read_then_oldest_first_and_none_for_unknown(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    job = claimed(dynamo_backend)
+    first = execution(job, ExecutionOutcome.RETRYABLE, 503)
+    dynamo_backend.jobs.finish(job, Finish(JobStatus.SCHEDULED, 503, "status 503", NOW), [first], NOW)
+    again = dynamo_backend.jobs.claim(Member(job.tenant, job.job_id, 2), NOW + 1).job
+    second = execution(again, ExecutionOutcome.SUCCEEDED, 200)
+    dynamo_backend.jobs.finish(again, Finish(JobStatus.SUCCEEDED, 200, None), [second], NOW + 2)
+
+    assert dynamo_backend.jobs.executions(job.tenant, job.job_id) == [first, second]
+    assert dynamo_backend.jobs.executions(job.tenant, new_id(NOW)) == []

@@ -1,0 +1,34 @@
+"""KeyReader contract (key records, signing secrets with only_if_missing), fake and moto alike."""
+
+from __future__ import annotations
+
+from hookline.domain.keys import KeyRecord, SigningSecrets
+from tests.contract.conftest import DynamoBackend
+
+NOW = 1_767_225_600_000
+
+
+def test_given_key_stored_when_read_then_same_record_and_unknown_is_none(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    record = KeyRecord(
+        f"k{dynamo_backend.tenant}", dynamo_backend.tenant, "ab" * 32, ("jobs:read",), NOW, None, 7
+    )
+    dynamo_backend.keys.put_key(record)
+
+    assert dynamo_backend.keys.get_key(record.key_id) == record
+    assert dynamo_backend.keys.get_key(f"missing{dynamo_backend.tenant}") is None
+    assert dynamo_backend.keys.get_key(f"tenant#{dynamo_backend.tenant}") is None
+
+
+def test_given_no_secrets_when_put_only_if_missing_then_first_wins(dynamo_backend: DynamoBackend) -> None:
+    tenant, keys = dynamo_backend.tenant, dynamo_backend.keys
+    first, second = SigningSecrets("whsec_first"), SigningSecrets("whsec_second", "whsec_first", NOW + 5)
+
+    assert keys.get_signing_secrets(tenant) is None
+    assert keys.put_signing_secrets(tenant, first, NOW, only_if_missing=True) is True
+    assert keys.put_signing_secrets(tenant, second, NOW, only_if_missing=True) is False
+    assert keys.get_signing_secrets(tenant) == first
+    assert keys.put_signing_secrets(tenant, second, NOW) is True
+    assert keys.get_signing_secrets(tenant) == second
+    assert keys.get_key(f"tenant#{tenant}") is None  # the tenant item is not a key

@@ -1,0 +1,133 @@
+"""Failure injection for the fakes: make the Nth call of a port method raise, before or after it acts.
+
+Every public port method of a fake is wrapped by `port_call`, which counts its calls in the fake's `faults`
+and raises a planned error. A fault `before` the call models a request that never reached the server (a
+refused connection); a fault `after` models a reply lost on the way back (the server acted, the caller
+cannot know). Use cases may not import redis or botocore, so the fakes raise generic exceptions: the builtin
+ConnectionError for Redis, DynamoUnavailable for DynamoDB.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
+
+
+class DynamoUnavailable(Exception):
+    """A DynamoDB call failed for a reason that is not a refused condition (throttling, a 5xx, a timeout)."""
+
+
+class ConditionFailed(Exception):
+    """A conditional write the real adapter does not turn into a domain error (botocore's ClientError)."""
+
+
+class ScriptError(Exception):
+    """A Lua script failed inside Redis (redis.ResponseError in the real adapter)."""
+
+
+def redis_down() -> BaseException:
+    """Returns the error a lost Redis connection raises in the fakes."""
+    return ConnectionError("fake Redis: connection lost")
+
+
+def dynamo_down() -> BaseException:
+    """Returns the error a failing DynamoDB call raises in the fakes."""
+    return DynamoUnavailable("fake DynamoDB: ProvisionedThroughputExceededException")
+
+
+@dataclass
+class Fault:
+    """Calls on_call .. on_call + times - 1 of one method raise error(), before or after the call acts."""
+
+    method: str
+    on_call: int
+    times: int
+    error: Callable[[], BaseException]
+    after: bool
+
+    def applies(self, call: int) -> bool:
+        """Tells whether the given (1-based) call of the method is one this fault breaks."""
+        return self.on_call <= call < self.on_call + self.times
+
+
+class Faults:
+    """The calls a fake has seen and the faults planned for them; thread-safe."""
+
+    def __init__(self, default_error: Callable[[], BaseException]) -> None:
+        self._default_error = default_error
+        self._lock = threading.Lock()
+        self._calls: Counter[str] = Counter()
+        self._planned: list[Fault] = []
+
+    def fail(
+        self,
+        method: str,
+        *,
+        on_call: int = 1,
+        times: int = 1,
+        error: Callable[[], BaseException] | None = None,
+        after: bool = False,
+    ) -> None:
+        """Makes calls on_call .. on_call + times - 1 of method (counted from the fake's creation) raise.
+
+        on_call is counted from the fake's creation, so on_call=calls(method) + 1 breaks the next call.
+        """
+        self._planned.append(Fault(method, on_call, times, error or self._default_error, after))
+
+    def fail_next(
+        self,
+        method: str,
+        *,
+        times: int = 1,
+        error: Callable[[], BaseException] | None = None,
+        after: bool = False,
+    ) -> None:
+        """Makes the next `times` calls of method raise."""
+        self.fail(method, on_call=self.calls(method) + 1, times=times, error=error, after=after)
+
+    def calls(self, method: str) -> int:
+        """Returns how many times method was called (faulty calls included)."""
+        with self._lock:
+            return self._calls[method]
+
+    def enter(self, method: str) -> Fault | None:
+        """Counts one call of method; returns the fault that breaks it, if any."""
+        with self._lock:
+            self._calls[method] += 1
+            call = self._calls[method]
+            return next((f for f in self._planned if f.method == method and f.applies(call)), None)
+
+
+class HasFaults(Protocol):
+    """A fake whose port calls can be broken."""
+
+    @property
+    def faults(self) -> Faults:
+        """Returns the fake's fault plan."""
+        ...
+
+
+F = TypeVar("F", bound=HasFaults)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def port_call(method: Callable[Concatenate[F, P], R]) -> Callable[Concatenate[F, P], R]:
+    """Counts the calls of a fake's port method and raises the faults planned for them."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def wrapper(self: F, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        fault = self.faults.enter(name)
+        if fault is not None and not fault.after:
+            raise fault.error()
+        result = method(self, *args, **kwargs)
+        if fault is not None:
+            raise fault.error()
+        return result
+
+    return wrapper
