@@ -2,6 +2,8 @@
 
 POST /hook   records (job id from the JSON body's "id", arrival wall time in ns) and answers 200
 GET /arrivals returns every arrival since the last reset as [[id, ns], ...]
+GET /count   returns how many distinct jobs arrived since the last reset (cheap enough to poll: the bench
+             polls it ten times a second, on the same cores as the systems it measures)
 POST /reset  forgets every arrival
 """
 
@@ -20,22 +22,36 @@ from aiohttp import web
 def serve(port: int, ready: Connection) -> None:
     """Runs the receiver on 127.0.0.1:port until the process is terminated."""
     arrivals: list[tuple[str, int]] = []
+    distinct: set[str] = set()
 
     async def hook(request: web.Request) -> web.Response:
         body = await request.read()
-        arrivals.append((json.loads(body)["id"], time.time_ns()))
+        job_id = json.loads(body)["id"]
+        arrivals.append((job_id, time.time_ns()))
+        distinct.add(job_id)
         return web.Response(text="ok")
 
     async def listing(_: web.Request) -> web.Response:
         return web.json_response(arrivals)
 
+    async def count(_: web.Request) -> web.Response:
+        return web.Response(text=str(len(distinct)))
+
     async def reset(_: web.Request) -> web.Response:
         arrivals.clear()
+        distinct.clear()
         return web.Response(text="ok")
 
     async def main() -> None:
         app = web.Application()
-        app.add_routes([web.post("/hook", hook), web.get("/arrivals", listing), web.post("/reset", reset)])
+        app.add_routes(
+            [
+                web.post("/hook", hook),
+                web.get("/arrivals", listing),
+                web.get("/count", count),
+                web.post("/reset", reset),
+            ]
+        )
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port, backlog=1024).start()
