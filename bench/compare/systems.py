@@ -12,9 +12,19 @@ from typing import Protocol
 
 
 class System(Protocol):
-    """One job queue as the comparison drives it."""
+    """One job queue as the comparison drives it.
+
+    redis_url names the system's own Redis (the local stack runs one), None the bench's shared one; a
+    system that is not pausable cannot hold queued jobs while stopped (drain then releases them by a
+    common due time); cpu_skip_pids are processes in the measured trees whose CPU is reported apart (a
+    Redis or DynamoDB emulator inside the local stack); notes end up in the output.
+    """
 
     name: str
+    redis_url: str | None
+    pausable: bool
+    cpu_skip_pids: set[int]
+    notes: list[str]
 
     def start(self) -> list[int]:
         """Starts the workers; returns the pids whose process trees do the work."""
@@ -30,6 +40,11 @@ class System(Protocol):
 
     def close(self) -> None:
         """Releases the system's connections."""
+        ...
+
+    def counters(self) -> dict[str, float]:
+        """Returns running totals the scenarios diff (DynamoDB requests and units, Lambda invocations,
+        CPU spent submitting inside the worker tree, the store emulator's CPU); empty for the peers."""
         ...
 
 
@@ -48,8 +63,13 @@ class Peer(Protocol):
 class CommandWorkers:
     """Runs a peer's worker commands as child processes (each in its own process group)."""
 
+    redis_url: str | None = None
+    pausable = True
+
     def __init__(self, peer: Peer, env: dict[str, str], log_dir: str) -> None:
         self.name = peer.name
+        self.cpu_skip_pids: set[int] = set()
+        self.notes: list[str] = []
         self._peer = peer
         self._env = env
         self._log_dir = log_dir
@@ -85,3 +105,7 @@ class CommandWorkers:
     def close(self) -> None:
         """Closes the peer's client."""
         self._peer.close()
+
+    def counters(self) -> dict[str, float]:
+        """The peers have no store to count."""
+        return {}
