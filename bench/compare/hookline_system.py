@@ -122,7 +122,8 @@ class HooklineMoto:
         self.cpu_skip_pids: set[int] = set()
         self.notes = [
             "DynamoDB on the local stack's moto server (a separate process, its CPU reported as store CPU); "
-            "requests counted by operation from its access log, units estimated from the items' sizes"
+            "requests counted by operation from its access log, units estimated from the items' sizes; "
+            "λ invocations computed as for hookline-memory"
         ]
 
     def start(self) -> list[int]:
