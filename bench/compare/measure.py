@@ -115,14 +115,15 @@ def arrivals(receiver_url: str) -> Arrivals:
 
 
 def wait_for(  # type: ignore[no-untyped-def]
-    receiver_url: str, count: int, timeout_s: float, tick=None, stall_s: float = 60.0
+    receiver_url: str, count: int, timeout_s: float, tick=None, stall_s: float = 60.0, quiet_s: float = 0.0
 ) -> Arrivals:
     """Polls the receiver until count distinct jobs arrived, timeout_s passed, or nothing new arrived for
-    stall_s (a system that lost jobs is not waited for to the end); returns what arrived."""
+    stall_s after the first quiet_s (when nothing is due yet): a system that lost jobs is not waited for
+    to the end. Returns what arrived."""
     started = time.monotonic()
     deadline = started + timeout_s
     arrived = int(_receiver.get(receiver_url + "/count").text)
-    progress = (arrived, started)
+    progress = (arrived, started + max(0.0, quiet_s))
     while arrived < count and time.monotonic() < deadline:
         time.sleep(0.1)
         arrived = int(_receiver.get(receiver_url + "/count").text)

@@ -192,7 +192,8 @@ def drain(
         out.notes.append("drain: submission outlasted the lead; some jobs were delivered while submitting")
     system.start()
     try:
-        seen = measure.wait_for(receiver, count, _wait_s(count) + (due_s or time.time()) - time.time(), tick)
+        quiet_s = 0.0 if due_s is None else due_s - time.time()
+        seen = measure.wait_for(receiver, count, _wait_s(count) + quiet_s, tick, quiet_s=quiet_s)
         times = [seen.first_ns(j) for j in jobs if j in seen.times_ns]
         span_s = (max(times) - min(times)) / 1e9 if len(times) > 1 else 0.0
         out.values["drain_per_s"] = len(times) / span_s if span_s > 0 else 0.0
@@ -216,7 +217,8 @@ def lag(system: System, client: redis.Redis, receiver: str, count: int, label: s
         system.submit([(job_id, due[job_id]) for job_id in jobs])
         if time.time() > base_s:
             out.notes.append(f"{label}: submission took longer than the {lead_s:.0f} s lead")
-        seen = measure.wait_for(receiver, count, lead_s + _wait_s(count))
+        quiet_s = base_s - time.time()
+        seen = measure.wait_for(receiver, count, quiet_s + _wait_s(count), quiet_s=quiet_s)
         lags = [(seen.first_ns(j) / 1e9 - due[j]) * 1000 for j in jobs if j in seen.times_ns]
         out.lags_ms[label] = lags
         for name, q in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):

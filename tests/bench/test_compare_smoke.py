@@ -135,3 +135,24 @@ def test_given_the_in_memory_engine_when_dispatching_then_its_store_requests_are
     assert values["dynamodb_wru_per_job"] == 1 + 1 + 2 * (1 + 1)
     assert values["worker_cpu_ms_per_job"] > 0 and values["submit_cpu_ms_per_job"] > 0
     assert measure.arrivals(receiver_url).distinct == 0  # the scenario reset the receiver
+
+
+@pytest.mark.usefixtures("tiny_scale")
+def test_given_jobs_due_later_when_waiting_then_the_quiet_time_before_they_are_due_is_no_stall(
+    receiver_url: str,
+) -> None:
+    # A system that cannot pause gets its drain jobs due minutes after submission; waiting must not give
+    # up on it before they are due (it did: the stall cut-off counted from the start of the wait).
+    def deliver_late() -> None:
+        post.post("late-but-due")
+        post.close()
+
+    timer = threading.Timer(0.6, deliver_late)
+    timer.start()
+    try:
+        seen = measure.wait_for(receiver_url, 1, timeout_s=5, stall_s=0.2, quiet_s=1.0)
+    finally:
+        timer.join()
+        measure.reset(receiver_url)
+
+    assert seen.distinct == 1
