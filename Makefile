@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 EMU_VENV := .venv-emu
 EMU_STAMP := $(EMU_VENV)/.installed
 
-.PHONY: all install lint types template test test-unit test-integration test-e2e test-chaos run sam-check clean
+.PHONY: all install lint types template test test-unit test-integration test-e2e test-chaos run sam-check bench clean
 
 all: test
 
@@ -68,5 +68,25 @@ sam-check: $(SAM)  ## sam validate --lint and sam build (no Docker needed); not 
 	$(SAM) validate --lint
 	$(SAM) build
 
+# `make bench` compares Hookline with Celery, RQ, arq and Dramatiq in one run (bench/compare); the peers live
+# in their own virtualenvs at pinned versions so they never touch .venv. BENCH_SCALE=0.2 for a quick run.
+BENCH_VENV := .venv-bench
+BENCH_ARQ_VENV := .venv-bench-arq
+
+$(BENCH_VENV)/.installed: pyproject.toml localstack/pyproject.toml bench/requirements.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/pip install --quiet -e . -e ./localstack -r bench/requirements.txt
+	touch $@
+
+$(BENCH_ARQ_VENV)/.installed: bench/requirements-arq.txt
+	$(PYTHON) -m venv $(BENCH_ARQ_VENV)
+	$(BENCH_ARQ_VENV)/bin/pip install --quiet --upgrade pip
+	$(BENCH_ARQ_VENV)/bin/pip install --quiet -r bench/requirements-arq.txt
+	touch $@
+
+bench: $(BENCH_VENV)/.installed $(BENCH_ARQ_VENV)/.installed  ## Hookline side by side with Celery, RQ, arq, Dramatiq
+	$(BENCH_VENV)/bin/python -m bench.compare.run
+
 clean:
-	rm -rf $(VENV) $(EMU_VENV) .mypy_cache .ruff_cache .pytest_cache .aws-sam
+	rm -rf $(VENV) $(EMU_VENV) $(BENCH_VENV) $(BENCH_ARQ_VENV) .mypy_cache .ruff_cache .pytest_cache .aws-sam

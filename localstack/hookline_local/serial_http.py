@@ -10,7 +10,7 @@ open for the client's next call (botocore keeps a pool of them).
 
 It takes what AWS SDKs send: a request line, headers and a Content-Length body (no chunked uploads and
 no `Expect: 100-continue`, which it answers with 411 and 417 and a close). Each request is logged as
-one access line on stderr, like werkzeug's.
+one access line on stderr, like werkzeug's, followed by the AWS operation (X-Amz-Target) when there is one.
 """
 
 from __future__ import annotations
@@ -257,10 +257,12 @@ class SerialHttpServer:
             self._log(f"error serving {request_line[1]}: {error!r}")
             status, response_headers, response_body = "500 Internal Server Error", [], b""
         keep_alive = _keep_alive(request_line[2], headers)
-        # Logged before the answer goes out, so a client that has its answer finds the line written.
+        # Logged before the answer goes out, so a client that has its answer finds the line written. An
+        # AWS JSON call is all POST /; its X-Amz-Target ends the line so requests can be counted by operation.
+        target = next((value for name, value in headers if name.lower() == "x-amz-target"), None)
         self._log(
             f"{connection.address[0]} - - [{time.strftime('%d/%b/%Y %H:%M:%S')}] "
-            f'"{" ".join(request_line)}" {status.split()[0]} -'
+            f'"{" ".join(request_line)}" {status.split()[0]} -' + (f" {target}" if target else "")
         )
         sent = self._send(
             connection, _response_bytes(status, response_headers, response_body, keep_alive, request_line[0])

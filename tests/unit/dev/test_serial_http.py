@@ -93,6 +93,21 @@ def test_given_one_connection_when_requests_follow_each_other_then_all_are_answe
     assert '"POST /?n=0 HTTP/1.1" 200' in lines[0]
 
 
+def test_given_an_aws_call_when_logged_then_its_line_names_the_operation(
+    served: Served, connection: http.client.HTTPConnection
+) -> None:
+    _, lines = served
+
+    connection.request("POST", "/", body="{}", headers={"X-Amz-Target": "DynamoDB_20120810.UpdateItem"})
+    connection.getresponse().read()
+    connection.request("GET", "/moto-api/")
+    connection.getresponse().read()
+
+    # The bench counts DynamoDB requests by operation from these lines (bench/compare/dynamo_units.py).
+    assert lines[0].endswith('"POST / HTTP/1.1" 200 - DynamoDB_20120810.UpdateItem')
+    assert lines[1].endswith('"GET /moto-api/ HTTP/1.1" 200 -')
+
+
 def test_given_the_server_sets_content_length_when_answering_then_it_is_the_real_length(
     connection: http.client.HTTPConnection,
 ) -> None:

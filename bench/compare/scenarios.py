@@ -1,0 +1,260 @@
+"""The scenarios every system runs, each adding the figures it measured to the system's Figures.
+
+dispatch   N immediate jobs with workers running: submit to last arrival (delivered/s), the submit rate,
+           Redis commands and CPU (workers, submitter, Redis, the store emulator) per job, and for
+           Hookline DynamoDB requests and capacity units and Lambda invocations per job
+drain      N jobs queued with workers stopped, then workers started: first to last arrival (a system that
+           cannot pause gets its N jobs due at one instant instead)
+lag        jobs due evenly over 1 s (1,000 and 100): arrival - due, p50/p95/p99/max; early and duplicates
+memory     M jobs scheduled one hour ahead with workers stopped: Redis bytes per job
+latency    (systems with an HTTP API) submit requests one at a time: single and batch p50/p99
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import redis
+
+from bench.compare import dynamo_units, measure
+from bench.compare.systems import System
+
+Progress = Callable[[int], None] | None
+FALLBACK_SUBMIT_PER_S = 50.0  # until dispatch measured a system's own submit rate
+SETTLE_S = 0.5  # DynamoDB counters that have not moved for this long are final
+MIN_LEAD_S = 3.0  # jobs due later are scheduled at least this far ahead of their submission
+WARM_UP_JOBS = 20  # delivered before anything is timed, so every worker is up
+
+
+@dataclass
+class Figures:
+    """What one system measured, by scenario."""
+
+    system: str
+    values: dict[str, float] = field(default_factory=dict)
+    lags_ms: dict[str, list[float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class LatencyProbe(Protocol):
+    """A system whose submit requests can be timed one by one (an HTTP API)."""
+
+    def submit_latencies(self, singles: int, batches: int) -> tuple[list[float], list[float]]: ...
+
+
+def _ids(count: int) -> list[str]:
+    run = uuid.uuid4().hex[:8]
+    return [f"{run}-{i}" for i in range(count)]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Returns the q-quantile (0..1) of values, nan when there are none."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def _wait_s(count: int) -> float:
+    """How long a scenario waits for count jobs at most: generous for the slowest system at 10 jobs/s."""
+    return 60 + count / 10
+
+
+def _submitter_cpu_s() -> float:
+    """Returns this process's CPU plus that of its finished children (arq enqueues from a child)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def flush(system: System, client: redis.Redis) -> None:
+    """Empties the bench's shared Redis between scenarios; a system's own Redis holds its engine's state
+    (consumer groups, the API limiter) and is left alone."""
+    if system.redis_url is None:
+        client.flushall()
+
+
+def _warm_up(system: System, receiver: str) -> None:
+    """Delivers a few jobs so every worker is up before anything is timed."""
+    warm = _ids(WARM_UP_JOBS)
+    system.submit([(job_id, None) for job_id in warm])
+    measure.wait_for(receiver, len(warm), 60)
+    measure.reset(receiver)
+
+
+def _lead_s(out: Figures, count: int) -> float:
+    """Returns how far ahead to schedule count jobs so that submitting them ends before the first is due."""
+    rate = out.values.get("submit_per_s") or FALLBACK_SUBMIT_PER_S
+    return MIN_LEAD_S + 1.5 * count / rate
+
+
+def _settled_counters(system: System) -> dict[str, float]:
+    """Returns the system's counters once its DynamoDB requests stop growing (finishes are written after
+    the callback arrived), waiting at most 10 s; at once for a system without them."""
+    current = system.counters()
+    if "dynamodb_requests" not in current:
+        return current
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_S)
+        later = system.counters()
+        if later["dynamodb_requests"] == current["dynamodb_requests"]:
+            return later
+        current = later
+    return current
+
+
+def store_figures(before: dict[str, float], after: dict[str, float], count: int, out: Figures) -> None:
+    """Adds per-job DynamoDB, Lambda and store-CPU figures from two counter readings around count jobs.
+
+    Units come from the counters when a meter priced each request (the in-memory store), else they are
+    estimated from the requests by operation and the average item sizes (dynamo_units.estimated_units).
+    """
+    if "dynamodb_requests" not in after:
+        return
+    diff = {name: after[name] - before.get(name, 0.0) for name in after}
+    out.values["dynamodb_requests_per_job"] = diff["dynamodb_requests"] / count
+    operations = Counter(
+        {name.removeprefix("dynamodb_"): int(n) for name, n in diff.items() if name[9:10].isupper()}
+    )
+    for operation, n in operations.items():
+        out.values[f"dynamodb_{operation}_per_job"] = n / count
+    if "dynamodb_wru" in after:
+        wru, rru = diff["dynamodb_wru"], diff["dynamodb_rru"]
+    else:
+        job_bytes, execution_bytes = after["job_item_bytes"], after["execution_item_bytes"]
+        wru, rru = dynamo_units.estimated_units(operations, job_bytes, execution_bytes)
+        out.values["job_item_bytes"], out.values["execution_item_bytes"] = job_bytes, execution_bytes
+    out.values["dynamodb_wru_per_job"] = wru / count
+    out.values["dynamodb_rru_per_job"] = rru / count
+    for name in ("lambda_invocations", "lambda_api_invocations", "lambda_fan_out_invocations"):
+        if name in diff:
+            out.values[f"{name}_per_job"] = diff[name] / count
+    if "store_cpu_s" in diff:
+        out.values["store_cpu_ms_per_job"] = 1000 * diff["store_cpu_s"] / count
+
+
+def dispatch(
+    system: System, client: redis.Redis, receiver: str, count: int, out: Figures, tick: Progress
+) -> None:
+    """Measures immediate jobs submitted while workers run."""
+    pids = system.start()
+    skip = system.cpu_skip_pids
+    try:
+        _warm_up(system, receiver)
+        client.config_resetstat()
+        counters0 = _settled_counters(system)
+        cpu0, redis_cpu0 = measure.tree_cpu_s(pids, skip), measure.redis_server_cpu_s(client)
+        jobs = _ids(count)
+        start_ns, submit_cpu0 = time.time_ns(), _submitter_cpu_s()
+        system.submit([(job_id, None) for job_id in jobs])
+        submit_s = (time.time_ns() - start_ns) / 1e9
+        submit_cpu = _submitter_cpu_s() - submit_cpu0
+        seen = measure.wait_for(receiver, count, _wait_s(count), tick)
+        worker_cpu = measure.tree_cpu_s(pids, skip) - cpu0
+        redis_cpu, redis_calls = measure.redis_server_cpu_s(client) - redis_cpu0, measure.redis_calls(client)
+        counters1 = _settled_counters(system)
+        last_ns = max((seen.first_ns(j) for j in jobs if j in seen.times_ns), default=time.time_ns())
+        elapsed_s = (last_ns - start_ns) / 1e9
+        # Submitting inside the measured tree (the in-memory engine's child) is the submitter's cost.
+        in_tree = counters1.get("submit_cpu_in_tree_s", 0.0) - counters0.get("submit_cpu_in_tree_s", 0.0)
+        v = out.values
+        v["dispatch_per_s"] = seen.distinct / elapsed_s if elapsed_s > 0 else 0.0
+        v["submit_per_s"] = count / submit_s if submit_s > 0 else 0.0
+        v["dispatch_lost"] = count - seen.distinct
+        v["dispatch_duplicates"] = seen.duplicates
+        v["redis_commands_per_job"] = redis_calls / count
+        v["redis_cpu_ms_per_job"] = 1000 * redis_cpu / count
+        v["worker_cpu_ms_per_job"] = 1000 * (worker_cpu - in_tree) / count
+        v["submit_cpu_ms_per_job"] = 1000 * (submit_cpu + in_tree) / count
+        v["worker_rss_mb"] = measure.rss_bytes(pids, skip) / 2**20
+        store_figures(counters0, counters1, count, out)
+    finally:
+        system.stop()
+        measure.reset(receiver)
+
+
+def drain(
+    system: System, client: redis.Redis, receiver: str, count: int, out: Figures, tick: Progress
+) -> None:
+    """Measures delivery alone: jobs queued first, workers started after (or all due at one instant)."""
+    flush(system, client)
+    jobs = _ids(count)
+    due_s: float | None = None
+    if not system.pausable:
+        due_s = time.time() + _lead_s(out, count)
+    system.submit([(job_id, due_s) for job_id in jobs])
+    if due_s is not None and time.time() > due_s:
+        out.notes.append("drain: submission outlasted the lead; some jobs were delivered while submitting")
+    system.start()
+    try:
+        quiet_s = 0.0 if due_s is None else due_s - time.time()
+        seen = measure.wait_for(receiver, count, _wait_s(count) + quiet_s, tick, quiet_s=quiet_s)
+        times = [seen.first_ns(j) for j in jobs if j in seen.times_ns]
+        span_s = (max(times) - min(times)) / 1e9 if len(times) > 1 else 0.0
+        out.values["drain_per_s"] = len(times) / span_s if span_s > 0 else 0.0
+        out.values["drain_lost"] = count - seen.distinct
+        out.values["drain_duplicates"] = seen.duplicates
+    finally:
+        system.stop()
+        measure.reset(receiver)
+
+
+def lag(system: System, client: redis.Redis, receiver: str, count: int, label: str, out: Figures) -> None:
+    """Measures fire lag of count jobs due evenly over one second, after all of them are submitted."""
+    flush(system, client)
+    system.start()
+    try:
+        _warm_up(system, receiver)
+        jobs = _ids(count)
+        lead_s = _lead_s(out, count)
+        base_s = time.time() + lead_s
+        due = {job_id: base_s + i / count for i, job_id in enumerate(jobs)}
+        system.submit([(job_id, due[job_id]) for job_id in jobs])
+        if time.time() > base_s:
+            out.notes.append(f"{label}: submission took longer than the {lead_s:.0f} s lead")
+        quiet_s = base_s - time.time()
+        seen = measure.wait_for(receiver, count, quiet_s + _wait_s(count), quiet_s=quiet_s)
+        lags = [(seen.first_ns(j) / 1e9 - due[j]) * 1000 for j in jobs if j in seen.times_ns]
+        out.lags_ms[label] = lags
+        for name, q in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
+            out.values[f"{label}_{name}_ms"] = percentile(lags, q)
+        out.values[f"{label}_max_ms"] = max(lags, default=float("nan"))
+        out.values[f"{label}_early"] = sum(1 for value in lags if value < 0)
+        out.values[f"{label}_lost"] = count - seen.distinct
+        out.values[f"{label}_duplicates"] = seen.duplicates
+    finally:
+        system.stop()
+        measure.reset(receiver)
+
+
+def memory(system: System, client: redis.Redis, count: int, out: Figures) -> None:
+    """Measures Redis bytes per job scheduled an hour ahead (workers stopped: nothing runs)."""
+    flush(system, client)
+    before = int(client.info("memory")["used_memory"])
+    in_an_hour = time.time() + 3600
+    system.submit([(job_id, in_an_hour) for job_id in _ids(count)])
+    after = int(client.info("memory")["used_memory"])
+    out.values["redis_bytes_per_scheduled_job"] = (after - before) / count
+    flush(system, client)
+
+
+def latency(system: System, receiver: str, singles: int, batches: int, out: Figures) -> None:
+    """Times submit requests one at a time (single, then batch); waits for those jobs to be delivered."""
+    if not isinstance(system, LatencyProbe):
+        return
+    system.start()
+    try:
+        single_ms, batch_ms = system.submit_latencies(singles, batches)
+        for label, values in (("submit_single", single_ms), ("submit_batch", batch_ms)):
+            out.values[f"{label}_p50_ms"] = percentile(values, 0.50)
+            out.values[f"{label}_p99_ms"] = percentile(values, 0.99)
+        expected = singles + 100 * batches
+        measure.wait_for(receiver, expected, _wait_s(expected))
+    finally:
+        system.stop()
+        measure.reset(receiver)

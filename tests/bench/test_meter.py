@@ -1,0 +1,127 @@
+"""The bench's DynamoDB meter counts what the real adapter sends, and prices items by DynamoDB's size rules.
+
+hookline-memory reports DynamoDB requests per job from the meter around the in-memory stores; if the
+adapter changes the requests it sends (a read before a write, a transaction split in two), the meter's
+figures go stale. The first test runs one life of a job through the real adapter on moto, recording the
+operations botocore sends, and the same calls through the metered fake: the two must agree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.compare.counted_store import DynamoMeter, MeteredJobStore, MeteredKeyStore
+from bench.compare.dynamo_units import estimated_units, item_size, operations_in_log, write_units
+from hookline.adapters.dynamo.job_store import DynamoJobStore
+from hookline.adapters.dynamo.key_store import DynamoKeyStore
+from hookline.domain.delivery import Finish
+from hookline.domain.ids import new_id
+from hookline.domain.keys import SigningSecrets
+from hookline.domain.models import Execution, ExecutionOutcome, FlowControl, Job, JobStatus
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import dynamodb_client
+from tests.fakes.jobs import FakeJobStore
+from tests.fakes.keys import FakeKeyStore
+
+NOW = 1_767_225_600_000
+
+
+def _job(idempotency_key: str | None = None) -> Job:
+    return Job(
+        tenant="bench",
+        job_id=new_id(NOW),
+        status=JobStatus.SCHEDULED,
+        generation=1,
+        attempt=0,
+        max_attempts=3,
+        url="http://127.0.0.1:9/hook",
+        method="POST",
+        headers={"Content-Type": "application/json"},
+        body='{"id": "x", "payload": {"order": 42}}',
+        due_ms=NOW,
+        created_ms=NOW,
+        updated_ms=NOW,
+        min_backoff_ms=1_000,
+        max_backoff_ms=60_000,
+        timeout_ms=5_000,
+        shard=0,
+        idempotency_key=idempotency_key,
+        flow=FlowControl(),
+    )
+
+
+def _one_life(jobs: Any, keys: Any) -> None:
+    """What the engine asks the stores for one job, and the calls around it the bench can meet."""
+    job, _ = jobs.create(_job(), "", NOW)
+    claim = jobs.claim(job.member(), NOW + 1)
+    record = Execution(job.tenant, job.job_id, 1, 1, NOW + 1, NOW + 20, ExecutionOutcome.SUCCEEDED, 19, 200)
+    jobs.finish(claim.job, Finish(JobStatus.SUCCEEDED, 200, None), [record], NOW + 20)
+    jobs.get(job.tenant, job.job_id)
+    jobs.executions(job.tenant, job.job_id)
+    jobs.create(_job(idempotency_key="k1"), "hash", NOW)
+    dead, _ = jobs.create(_job(), "", NOW)
+    jobs.mark_dead(dead.member(), "deliveries_exhausted", NOW + 1)
+    jobs.live_jobs(0, None, 10)
+    keys.put_signing_secrets("bench", SigningSecrets("whsec_" + "A" * 44), NOW, only_if_missing=True)
+    keys.get_signing_secrets("bench")
+    keys.get_key("nobody")
+
+
+@pytest.mark.integration
+def test_given_one_life_of_a_job_when_metered_then_the_meter_counts_the_adapter_s_requests(
+    settings: Settings,
+) -> None:
+    client = dynamodb_client(settings, max_connections=2)
+    sent: list[str] = []
+    client.meta.events.register("before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
+    meter = DynamoMeter()
+    try:
+        real_jobs = DynamoJobStore(client, settings.jobs_table, settings.executions_table)
+        _one_life(real_jobs, DynamoKeyStore(client, settings.api_keys_table))
+    finally:
+        client.close()
+    _one_life(MeteredJobStore(FakeJobStore(), meter), MeteredKeyStore(FakeKeyStore(), meter))
+
+    assert Counter(sent) == meter.requests
+    assert meter.wru > 0 and meter.rru > 0
+
+
+def test_given_items_when_sized_then_names_and_values_count_as_dynamodb_counts_them() -> None:
+    # "pk" (2) + "abc" (3); "n" (1) + 12345 (5 significant digits: 3 + 1); "ok" (2) + a boolean (1);
+    # "m" (1) + a map: 3 + ("a" (1) + "xy" (2) + 1).
+    item = {"pk": {"S": "abc"}, "n": {"N": "12345"}, "ok": {"BOOL": True}, "m": {"M": {"a": {"S": "xy"}}}}
+
+    assert item_size(item) == 5 + 5 + 3 + 8
+    assert item_size({"s": {"S": "é"}}) == 1 + 2  # UTF-8 bytes, not characters
+    assert [write_units(0), write_units(1024), write_units(1025), write_units(1025, True)] == [1, 1, 2, 4]
+
+
+def test_given_the_dev_moto_server_s_log_when_read_then_requests_are_counted_by_operation(
+    tmp_path: Path,
+) -> None:
+    # The lines as hookline_local.serial_http writes them (tests/unit/dev/test_serial_http.py).
+    log = tmp_path / "moto.log"
+    log.write_text(
+        "\n".join(
+            [
+                '127.0.0.1 - - [03/Dec/2026 10:00:00] "POST / HTTP/1.1" 200 - DynamoDB_20120810.PutItem',
+                '127.0.0.1 - - [03/Dec/2026 10:00:00] "POST / HTTP/1.1" 400 - DynamoDB_20120810.UpdateItem',
+                '127.0.0.1 - - [03/Dec/2026 10:00:00] "POST / HTTP/1.1" 200 - DynamoDB_20120810.PutItem',
+                '127.0.0.1 - - [03/Dec/2026 10:00:00] "GET /moto-api/ HTTP/1.1" 200 -',
+            ]
+        )
+    )
+
+    operations = operations_in_log(log)
+
+    assert operations == Counter({"PutItem": 2, "UpdateItem": 1})
+    assert operations_in_log(tmp_path / "missing.log") == Counter()
+    # Two job writes of a 600-byte job (1 WRU each) and one finish (2 x (job + 1,500-byte execution)).
+    assert estimated_units(Counter({"PutItem": 1, "UpdateItem": 1, "TransactWriteItems": 1}), 600, 1500) == (
+        1 + 1 + 2 * (1 + 2),
+        0.0,
+    )
