@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Any
 
 from bench.compare.dynamo_units import item_size, read_units, write_units
 from hookline.adapters.dynamo import codec
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.keys import KeyRecord, SigningSecrets
 from hookline.domain.models import Execution, Job, JobStatus, Member
+from hookline.domain.reconcile import LiveJob
 from tests.fakes.jobs import FakeJobStore
 from tests.fakes.keys import FakeKeyStore
 
 MARKER_BYTES = 120  # an idempotency marker item: keys, job id, request hash, expiry
+# What one item of the live index's INCLUDE projection holds (keys and the few attributes reconcile reads).
+LIVE_JOB_ITEM_BYTES = 200
 # What a claim or a finish adds to the item as created: a lease, a status code, an error, an expiry.
 GROWTH_BYTES = 64
 
@@ -123,11 +125,20 @@ class MeteredJobStore:
         finally:
             self._meter.record("UpdateItem", wru=1)
 
-    def live_jobs(self, shard: int, start_key: dict[str, Any] | None, limit: int) -> tuple[list[Job], Any]:
-        """Query of the live index (a GSI: eventually consistent)."""
-        jobs, key = self._inner.live_jobs(shard, start_key, limit)
-        self._meter.record("Query", rru=read_units(sum(self._size(j) for j in jobs), consistent=False))
-        return jobs, key
+    def renew_lease(self, job: Job, lease_expires_at_ms: int) -> None:
+        """UpdateItem, conditional on the attempt still holding the job."""
+        try:
+            self._inner.renew_lease(job, lease_expires_at_ms)
+        finally:
+            self._meter.record("UpdateItem", wru=write_units(self._size(job)))
+
+    def live_jobs(
+        self, shard: int, cursor: str | None, limit: int, due_before_ms: int | None = None
+    ) -> tuple[list[LiveJob], str | None]:
+        """Query of the live index (a GSI projecting a few attributes: eventually consistent, small items)."""
+        jobs, next_cursor = self._inner.live_jobs(shard, cursor, limit, due_before_ms)
+        self._meter.record("Query", rru=read_units(LIVE_JOB_ITEM_BYTES * len(jobs), consistent=False))
+        return jobs, next_cursor
 
     def executions(self, tenant: str, job_id: str) -> list[Execution]:
         """Query of the executions table."""

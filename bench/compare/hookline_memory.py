@@ -40,7 +40,7 @@ class InMemoryEngine:
         self._url = receiver_url + "/hook"
         self.meter = DynamoMeter()
         tables = JobsTables()
-        jobs = MeteredJobStore(FakeJobStore(tables, self._settings.lease_margin_ms), self.meter)
+        jobs = MeteredJobStore(FakeJobStore(tables, self._settings.lease_ms), self.meter)
         keys = MeteredKeyStore(FakeKeyStore(), self.meter)
         self._containers = [Container(self._settings) for _ in range(EXECUTORS)]
         for container in self._containers:

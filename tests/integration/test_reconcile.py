@@ -59,7 +59,7 @@ def test_given_in_flight_member_older_than_the_longest_lease_when_reaped_then_it
 ) -> None:
     job_id = submit(container, receiver)
     job = container.jobs.get(TENANT, job_id)
-    longest_lease_ms = int(constants.MAX_TIMEOUT_S * 1000) + container.settings.lease_margin_ms
+    longest_lease_ms = constants.LONGEST_ATTEMPT_MS
     reap(container)
     # Its entry is lost (a consumer deleted with it pending, a partial loss): its in-flight member stays.
     ((entry_id, _),) = container.redis.xrange(redis_keys.ready_stream(0))
