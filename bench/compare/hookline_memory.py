@@ -19,7 +19,7 @@ import time
 
 from bench.compare.child import ChildProcess
 from bench.compare.counted_store import DynamoMeter, MeteredJobStore, MeteredKeyStore
-from bench.compare.hookline_system import TENANT, aws_invocations, engine_env, job_request
+from bench.compare.hookline_system import BULK_BATCH, TENANT, aws_invocations, engine_env, job_request
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 from tests.fakes.jobs import FakeJobStore
@@ -108,8 +108,8 @@ class HooklineMemory:
         self.notes = [
             "in-memory store (tests/fakes, metered): submitter, promoter and 2 executors x 8 threads in one "
             "process; DynamoDB figures counted per request from the adapter's requests and real item sizes; "
-            "λ invocations computed: one API invocation per 100 jobs (as hookline-local submits) and the "
-            "3 schedules' ticks"
+            f"λ invocations computed: one API invocation per {BULK_BATCH} jobs (as hookline-local submits) "
+            "and the 3 schedules' ticks"
         ]
         self._submit_cpu_s = 0.0
         self._created_s, self._submitted = time.monotonic(), 0

@@ -43,14 +43,14 @@ def engine_env(redis_url: str) -> dict[str, str]:
 
 # Promote, execute and reap each run on a 1-minute schedule in AWS (template.yaml).
 SCHEDULED_INVOCATIONS_PER_S = 3 / 60
-API_BATCH = 100  # POST /v1/jobs/batch's limit, as hookline-local submits in bulk
+BULK_BATCH = 25  # jobs per POST /v1/jobs/batch when hookline-local submits in bulk
 
 
 def aws_invocations(submitted: int, elapsed_s: float) -> float:
     """Returns the Lambda invocations AWS would make for this many jobs over elapsed_s, submitted as the
-    local stack's bulk path does (one API invocation per batch of 100), plus the schedules' ticks (fan-out
-    is not modelled: these variants run a fixed set of executors)."""
-    return submitted / API_BATCH + SCHEDULED_INVOCATIONS_PER_S * elapsed_s
+    local stack's bulk path does (one API invocation per batch of BULK_BATCH), plus the schedules' ticks
+    (fan-out is not modelled: these variants run a fixed set of executors)."""
+    return submitted / BULK_BATCH + SCHEDULED_INVOCATIONS_PER_S * elapsed_s
 
 
 def job_fields(url: str, job_id: str, due_s: float | None) -> dict[str, Any]:

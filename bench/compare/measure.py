@@ -104,6 +104,10 @@ class Arrivals:
         """Returns when a job first arrived."""
         return self.times_ns[job_id][0]
 
+    def of(self, jobs: list[str]) -> Arrivals:
+        """Returns the arrivals of these jobs only (a late job of an earlier scenario is not one of them)."""
+        return Arrivals({job_id: self.times_ns[job_id] for job_id in jobs if job_id in self.times_ns})
+
 
 def arrivals(receiver_url: str) -> Arrivals:
     """Reads the receiver's arrivals."""
@@ -115,18 +119,29 @@ def arrivals(receiver_url: str) -> Arrivals:
 
 
 def wait_for(  # type: ignore[no-untyped-def]
-    receiver_url: str, count: int, timeout_s: float, tick=None, stall_s: float = 60.0, quiet_s: float = 0.0
+    receiver_url: str,
+    count: int,
+    timeout_s: float,
+    tick=None,
+    stall_s: float = 60.0,
+    quiet_s: float = 0.0,
+    run: str | None = None,
 ) -> Arrivals:
-    """Polls the receiver until count distinct jobs arrived, timeout_s passed, or nothing new arrived for
-    stall_s after the first quiet_s (when nothing is due yet): a system that lost jobs is not waited for
-    to the end. Returns what arrived."""
+    """Polls the receiver until count distinct jobs (of run, when given) arrived, timeout_s passed, or
+    nothing new arrived for stall_s after the first quiet_s (when nothing is due yet): a system that lost
+    jobs is not waited for to the end. Returns every arrival."""
     started = time.monotonic()
     deadline = started + timeout_s
-    arrived = int(_receiver.get(receiver_url + "/count").text)
+    params = {} if run is None else {"run": run}
+
+    def counted() -> int:
+        return int(_receiver.get(receiver_url + "/count", params=params).text)
+
+    arrived = counted()
     progress = (arrived, started + max(0.0, quiet_s))
     while arrived < count and time.monotonic() < deadline:
         time.sleep(0.1)
-        arrived = int(_receiver.get(receiver_url + "/count").text)
+        arrived = counted()
         now = time.monotonic()
         if arrived != progress[0]:
             progress = (arrived, now)

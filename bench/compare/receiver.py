@@ -2,8 +2,9 @@
 
 POST /hook   records (job id from the JSON body's "id", arrival wall time in ns) and answers 200
 GET /arrivals returns every arrival since the last reset as [[id, ns], ...]
-GET /count   returns how many distinct jobs arrived since the last reset (cheap enough to poll: the bench
-             polls it ten times a second, on the same cores as the systems it measures)
+GET /count   returns how many distinct jobs arrived since the last reset, with ?run=R only jobs of that run
+             (ids "R-<n>"); cheap enough to poll: the bench polls it ten times a second, on the same cores
+             as the systems it measures
 POST /reset  forgets every arrival
 """
 
@@ -23,23 +24,27 @@ def serve(port: int, ready: Connection) -> None:
     """Runs the receiver on 127.0.0.1:port until the process is terminated."""
     arrivals: list[tuple[str, int]] = []
     distinct: set[str] = set()
+    by_run: dict[str, set[str]] = {}
 
     async def hook(request: web.Request) -> web.Response:
         body = await request.read()
         job_id = json.loads(body)["id"]
         arrivals.append((job_id, time.time_ns()))
         distinct.add(job_id)
+        by_run.setdefault(job_id.rsplit("-", 1)[0], set()).add(job_id)
         return web.Response(text="ok")
 
     async def listing(_: web.Request) -> web.Response:
         return web.json_response(arrivals)
 
-    async def count(_: web.Request) -> web.Response:
-        return web.Response(text=str(len(distinct)))
+    async def count(request: web.Request) -> web.Response:
+        run = request.query.get("run")
+        return web.Response(text=str(len(distinct if run is None else by_run.get(run, ()))))
 
     async def reset(_: web.Request) -> web.Response:
         arrivals.clear()
         distinct.clear()
+        by_run.clear()
         return web.Response(text="ok")
 
     async def main() -> None:

@@ -26,6 +26,7 @@ from bench.compare import dynamo_units, measure
 from bench.compare.systems import System
 
 Progress = Callable[[int], None] | None
+LATENCY_BATCH = 100  # what LatencyProbe.submit_latencies puts in each batch
 FALLBACK_SUBMIT_PER_S = 50.0  # until dispatch measured a system's own submit rate
 SETTLE_S = 0.5  # DynamoDB counters that have not moved for this long are final
 MIN_LEAD_S = 3.0  # jobs due later are scheduled at least this far ahead of their submission
@@ -46,12 +47,30 @@ class Figures:
 class LatencyProbe(Protocol):
     """A system whose submit requests can be timed one by one (an HTTP API)."""
 
-    def submit_latencies(self, singles: int, batches: int) -> tuple[list[float], list[float]]: ...
+    def submit_latencies(self, singles: int, batches: int) -> tuple[list[float], list[float]]:
+        """Times singles single submits and batches batches of LATENCY_BATCH; returns their ms."""
+        ...
 
 
 def _ids(count: int) -> list[str]:
+    """Returns count job ids of a new run: "<run>-<n>" (the receiver counts arrivals by run)."""
     run = uuid.uuid4().hex[:8]
     return [f"{run}-{i}" for i in range(count)]
+
+
+def _run(jobs: list[str]) -> str:
+    return jobs[0].rsplit("-", 1)[0]
+
+
+def _count(label: str, jobs: list[str], seen: measure.Arrivals, out: Figures) -> measure.Arrivals:
+    """Records the lost and duplicated jobs of a scenario, and arrivals that were not its jobs (a late
+    job of an earlier step); returns the scenario's own arrivals."""
+    mine = seen.of(jobs)
+    out.values[f"{label}_lost"] = len(jobs) - mine.distinct
+    out.values[f"{label}_duplicates"] = mine.duplicates
+    if seen.distinct > mine.distinct:
+        out.notes.append(f"{label}: {seen.distinct - mine.distinct} arrivals of jobs from earlier steps")
+    return mine
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -82,7 +101,9 @@ def _warm_up(system: System, receiver: str) -> None:
     """Delivers a few jobs so every worker is up before anything is timed."""
     warm = _ids(WARM_UP_JOBS)
     system.submit([(job_id, None) for job_id in warm])
-    measure.wait_for(receiver, len(warm), 60)
+    seen = measure.wait_for(receiver, len(warm), 180, run=_run(warm))
+    if seen.of(warm).distinct < len(warm):
+        raise RuntimeError(f"only {seen.of(warm).distinct} of {len(warm)} warm-up jobs arrived")
     measure.reset(receiver)
 
 
@@ -154,7 +175,9 @@ def dispatch(
         system.submit([(job_id, None) for job_id in jobs])
         submit_s = (time.time_ns() - start_ns) / 1e9
         submit_cpu = _submitter_cpu_s() - submit_cpu0
-        seen = measure.wait_for(receiver, count, _wait_s(count), tick)
+        seen = _count(
+            "dispatch", jobs, measure.wait_for(receiver, count, _wait_s(count), tick, run=_run(jobs)), out
+        )
         worker_cpu = measure.tree_cpu_s(pids, skip) - cpu0
         redis_cpu, redis_calls = measure.redis_server_cpu_s(client) - redis_cpu0, measure.redis_calls(client)
         counters1 = _settled_counters(system)
@@ -165,8 +188,6 @@ def dispatch(
         v = out.values
         v["dispatch_per_s"] = seen.distinct / elapsed_s if elapsed_s > 0 else 0.0
         v["submit_per_s"] = count / submit_s if submit_s > 0 else 0.0
-        v["dispatch_lost"] = count - seen.distinct
-        v["dispatch_duplicates"] = seen.duplicates
         v["redis_commands_per_job"] = redis_calls / count
         v["redis_cpu_ms_per_job"] = 1000 * redis_cpu / count
         v["worker_cpu_ms_per_job"] = 1000 * (worker_cpu - in_tree) / count
@@ -193,12 +214,13 @@ def drain(
     system.start()
     try:
         quiet_s = 0.0 if due_s is None else due_s - time.time()
-        seen = measure.wait_for(receiver, count, _wait_s(count) + quiet_s, tick, quiet_s=quiet_s)
+        waited = measure.wait_for(
+            receiver, count, _wait_s(count) + quiet_s, tick, quiet_s=quiet_s, run=_run(jobs)
+        )
+        seen = _count("drain", jobs, waited, out)
         times = [seen.first_ns(j) for j in jobs if j in seen.times_ns]
         span_s = (max(times) - min(times)) / 1e9 if len(times) > 1 else 0.0
         out.values["drain_per_s"] = len(times) / span_s if span_s > 0 else 0.0
-        out.values["drain_lost"] = count - seen.distinct
-        out.values["drain_duplicates"] = seen.duplicates
     finally:
         system.stop()
         measure.reset(receiver)
@@ -218,15 +240,14 @@ def lag(system: System, client: redis.Redis, receiver: str, count: int, label: s
         if time.time() > base_s:
             out.notes.append(f"{label}: submission took longer than the {lead_s:.0f} s lead")
         quiet_s = base_s - time.time()
-        seen = measure.wait_for(receiver, count, quiet_s + _wait_s(count), quiet_s=quiet_s)
+        waited = measure.wait_for(receiver, count, quiet_s + _wait_s(count), quiet_s=quiet_s, run=_run(jobs))
+        seen = _count(label, jobs, waited, out)
         lags = [(seen.first_ns(j) / 1e9 - due[j]) * 1000 for j in jobs if j in seen.times_ns]
         out.lags_ms[label] = lags
         for name, q in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
             out.values[f"{label}_{name}_ms"] = percentile(lags, q)
         out.values[f"{label}_max_ms"] = max(lags, default=float("nan"))
         out.values[f"{label}_early"] = sum(1 for value in lags if value < 0)
-        out.values[f"{label}_lost"] = count - seen.distinct
-        out.values[f"{label}_duplicates"] = seen.duplicates
     finally:
         system.stop()
         measure.reset(receiver)
@@ -253,7 +274,7 @@ def latency(system: System, receiver: str, singles: int, batches: int, out: Figu
         for label, values in (("submit_single", single_ms), ("submit_batch", batch_ms)):
             out.values[f"{label}_p50_ms"] = percentile(values, 0.50)
             out.values[f"{label}_p99_ms"] = percentile(values, 0.99)
-        expected = singles + 100 * batches
+        expected = singles + LATENCY_BATCH * batches
         measure.wait_for(receiver, expected, _wait_s(expected))
     finally:
         system.stop()
