@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 EMU_VENV := .venv-emu
 EMU_STAMP := $(EMU_VENV)/.installed
 
-.PHONY: all install lint types template test test-unit test-integration test-e2e test-chaos run sam-check bench clean
+.PHONY: all install lint types template test test-unit test-integration test-cluster test-e2e test-chaos run sam-check bench clean
 
 all: test
 
@@ -37,8 +37,17 @@ types: $(STAMP)  ## mypy strict on layers/ and functions/
 template: $(STAMP)  ## cfn-lint on template.yaml
 	$(BIN)/cfn-lint template.yaml
 
-test: lint types template $(EMU_STAMP)  ## everything: lint, types, template, unit, integration and e2e tests
+test: lint types template $(EMU_STAMP)  ## everything: lint, types, template, unit, integration, e2e and fault tests, then the cluster pass
 	$(BIN)/pytest
+	$(MAKE) test-cluster
+
+# The Lua table tests and the lifecycle tests again, against a real 3-master Redis Cluster (started by the
+# tests on free loopback ports) with jobs spread over 4 shards; a command spanning slots fails the test.
+CLUSTER_TESTS := tests/integration/lua tests/integration/test_lifecycle.py tests/integration/test_recovery.py \
+	tests/integration/test_consumers.py
+
+test-cluster: $(STAMP)  ## the cluster pass alone (needs redis-server and redis-cli)
+	HOOKLINE_TEST_REDIS=cluster $(BIN)/pytest $(CLUSTER_TESTS)
 
 test-unit: $(STAMP)
 	$(BIN)/pytest tests/unit

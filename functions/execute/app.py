@@ -16,6 +16,8 @@ tracer = Tracer()
 metrics = Metrics()
 sink = PowertoolsMetrics(metrics)
 container = Container(Settings.from_env(), metrics=sink)
+# Refuses to start with fewer shards than jobs were written with: those on the dropped shards would never run.
+container.check_shards()
 # Stop taking work early enough for the longest callback, and the recording of its outcome, to finish before
 # the invocation ends.
 RESERVE_MS = int((constants.MAX_TIMEOUT_S + constants.ATTEMPT_WRAP_UP_S) * 1000)

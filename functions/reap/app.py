@@ -16,6 +16,8 @@ tracer = Tracer()
 metrics = Metrics()
 sink = PowertoolsMetrics(metrics)
 container = Container(Settings.from_env(), metrics=sink)
+# Refuses to start with fewer shards than jobs were written with: those on the dropped shards would never run.
+container.check_shards()
 
 
 @logger.inject_lambda_context

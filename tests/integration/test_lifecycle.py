@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+import time
+
 import pytest
 from standardwebhooks import Webhook
 
 from hookline.adapters.redis import keys as redis_keys
 from hookline.domain.models import ExecutionOutcome, JobRequest, JobStatus
+from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
+from hookline.ports import NullMetrics
+from hookline.usecases.promote import Promoter
+from tests.support.cluster_audit import key_lookups
 from tests.support.receiver import Receiver, Reply
 from tests.support.stack import running_loops, wait_until
 
@@ -67,11 +75,12 @@ def test_given_always_failing_receiver_when_attempts_run_out_then_dead(
         wait_until(lambda: container.jobs.get(TENANT, job_id).status is JobStatus.DEAD, 10)
 
     assert len(receiver.requests) == 3
-    assert container.jobs.get(TENANT, job_id).attempt == 3
-    dead = container.redis.xrange(redis_keys.dead_stream(0))
+    job = container.jobs.get(TENANT, job_id)
+    assert job.attempt == 3
+    dead = container.redis.xrange(redis_keys.dead_stream(job.shard))
     assert [fields[b"m"].decode().split("/")[1] for _, fields in dead] == [job_id]
-    assert container.redis.zcard(redis_keys.due_key(0)) == 0
-    assert container.redis.zcard(redis_keys.inflight_key(0)) == 0
+    assert container.redis.zcard(redis_keys.due_key(job.shard)) == 0
+    assert container.redis.zcard(redis_keys.inflight_key(job.shard)) == 0
 
 
 def test_given_404_when_delivered_then_dead_at_once(container: Container, receiver: Receiver) -> None:
@@ -101,3 +110,84 @@ def test_given_every_callback_when_received_then_signature_verifies(
         payload = verifier.verify(request.body, request.headers)
         assert payload == {"path": request.path}
     assert {r.headers["webhook-id"] for r in requests} == job_ids
+
+
+def test_given_promoter_asleep_until_a_far_job_when_a_sooner_one_is_submitted_then_it_is_promoted_on_time(
+    container: Container, receiver: Receiver
+) -> None:
+    # A promoter that would otherwise sleep 10 s: only the submit's wake token (on whichever shard the
+    # job hashed to; one waiter per shard) can get the sooner job promoted on time.
+    submit(container, receiver, "/far", delay_s=20)
+    promoter = Promoter(
+        container.index, container.clock, container.shards, NullMetrics(), max_sleep_ms=10_000
+    )
+    runner = threading.Thread(target=promoter.run, args=(container.clock.now_ms() + 1_500,))
+    runner.start()
+    time.sleep(0.3)  # the promoter is asleep by now
+
+    soon = container.jobs.get(TENANT, submit(container, receiver, "/soon", delay_s=0.4))
+    runner.join(timeout=10)
+
+    promoted_ms = container.redis.zscore(redis_keys.inflight_key(soon.shard), soon.member().encode())
+    assert promoted_ms is not None
+    assert soon.due_ms <= promoted_ms <= soon.due_ms + 100
+
+
+def test_given_backlog_on_four_shards_when_executing_then_entries_held_never_exceed_the_concurrency(
+    settings: Settings, receiver: Receiver
+) -> None:
+    # Four shards even on one node: XREADGROUP's COUNT applies per stream, so one read over four streams
+    # took up to 4 x the free slots, entries that then sat pending, unbeaten, behind the busy pool.
+    container = Container(dataclasses.replace(settings, shards=4), consumer="bounded-executor")
+    concurrency = container.settings.executor_concurrency
+    receiver.script("/slow", [Reply(200, delay_s=0.05)] * (3 * concurrency))
+    job_ids = [submit(container, receiver, "/slow") for _ in range(3 * concurrency)]
+    assert len({container.jobs.get(TENANT, j).shard for j in job_ids}) > 1
+    held: list[int] = []
+    lookups = key_lookups(container.redis)
+    try:
+        with running_loops(container):
+            while len(receiver.requests) < len(job_ids):
+                held.append(sum(pending_of(container, shard) for shard in container.shards))
+                time.sleep(0.005)
+            wait_until(lambda: all(ok(container, j) for j in job_ids), 10)
+        # The cluster client asked a node (its default one) for the keys of every XREADGROUP: a second
+        # round trip per read, all on one node. The engine's client finds them itself.
+        assert key_lookups(container.redis) == lookups
+    finally:
+        container.close()
+
+    assert max(held) <= concurrency
+    assert max(held) > 0
+
+
+def pending_of(container: Container, shard: int) -> int:
+    """Returns how many entries of the shard's ready stream the container's consumer holds."""
+    stream = redis_keys.ready_stream(shard)
+    if not container.redis.exists(stream):
+        return 0
+    rows = container.redis.xpending_range(
+        stream, redis_keys.CONSUMER_GROUP, min="-", max="+", count=1000, consumername=container.consumer
+    )
+    return len(rows)
+
+
+def ok(container: Container, job_id: str) -> bool:
+    return container.jobs.get(TENANT, job_id).status is JobStatus.SUCCEEDED
+
+
+def test_given_ready_jobs_on_every_shard_when_the_fan_out_reads_the_backlog_then_it_counts_each(
+    container: Container, receiver: Receiver
+) -> None:
+    # The backlog read is a transaction of two commands on one shard's stream, once per shard: one slot
+    # each, which a cluster pipeline allows.
+    for shard in container.shards:
+        container.index.ensure_group(shard)
+    job_ids = [submit(container, receiver, f"/backlog/{i}") for i in range(8)]
+    shards = {container.jobs.get(TENANT, j).shard for j in job_ids}
+
+    assert container.fan_out.backlog() == 8
+    assert len(shards) > 1 or len(container.shards) == 1
+    (entry, *_) = container.index.read_ready([next(iter(shards))], 1, 0)
+    assert container.fan_out.backlog() == 7  # read by an executor: no longer waiting for one
+    assert entry.member.job_id in job_ids

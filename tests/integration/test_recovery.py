@@ -8,7 +8,6 @@ import time
 from collections import Counter
 
 import pytest
-import redis
 
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.index import RedisIndex
@@ -18,6 +17,7 @@ from hookline.plumbing.wiring import Container
 from hookline.ports import NullMetrics
 from hookline.usecases.promote import Promoter
 from tests.support.receiver import Receiver
+from tests.support.redis_mode import connect, disconnect
 from tests.support.stack import running_loops, wait_until
 
 pytestmark = pytest.mark.integration
@@ -38,9 +38,10 @@ def test_given_executor_died_after_claim_when_reaped_then_job_runs_and_lost_atte
     container: Container, receiver: Receiver
 ) -> None:
     job_id = submit(container, receiver)
+    shard = container.jobs.get(TENANT, job_id).shard
     doomed = RedisIndex(container.redis, consumer="doomed-executor")
-    doomed.ensure_group(0)
-    (entry,) = doomed.read_ready([0], count=10, block_ms=100)
+    doomed.ensure_group(shard)
+    (entry,) = doomed.read_ready([shard], count=10, block_ms=100)
     container.jobs.claim(
         entry.member, container.clock.now_ms()
     )  # ...and the executor dies: no delivery, no ack
@@ -63,7 +64,7 @@ def test_given_executor_died_after_claim_when_reaped_then_job_runs_and_lost_atte
         (1, ExecutionOutcome.LEASE_EXPIRED),
         (2, ExecutionOutcome.SUCCEEDED),
     ]
-    assert container.redis.xpending(redis_keys.ready_stream(0), redis_keys.CONSUMER_GROUP)["pending"] == 0
+    assert container.redis.xpending(redis_keys.ready_stream(shard), redis_keys.CONSUMER_GROUP)["pending"] == 0
 
 
 def test_given_redis_flushed_when_reaped_then_every_live_job_is_reindexed_and_fires(
@@ -72,9 +73,10 @@ def test_given_redis_flushed_when_reaped_then_every_live_job_is_reindexed_and_fi
     immediate = {submit(container, receiver) for _ in range(3)}
     delayed = {submit(container, receiver, delay_s=1.0) for _ in range(3)}
     running = submit(container, receiver)
+    shard = container.jobs.get(TENANT, running).shard
     index = container.index
-    index.ensure_group(0)
-    (entry,) = [e for e in index.read_ready([0], 10, 100) if e.member.job_id == running]
+    index.ensure_group(shard)
+    (entry,) = [e for e in index.read_ready([shard], 10, 100) if e.member.job_id == running]
     container.jobs.claim(entry.member, container.clock.now_ms())  # a running attempt Redis will forget
     container.redis.flushall()
 
@@ -104,7 +106,7 @@ def test_given_many_concurrent_promoters_when_jobs_fall_due_then_each_is_promote
     pipe_index = container.index
     for i, member in enumerate(members):
         pipe_index.index(member, 0, now_ms + 50 + i % 400, now_ms)
-    clients = [redis.Redis.from_url(redis_url) for _ in range(4)]
+    clients = [connect(redis_url) for _ in range(4)]
     promoters = [
         Promoter(RedisIndex(client), container.clock, [0], NullMetrics(), max_sleep_ms=50, batch=100)
         for client in clients
@@ -117,7 +119,7 @@ def test_given_many_concurrent_promoters_when_jobs_fall_due_then_each_is_promote
     for thread in threads:
         thread.join(timeout=10)
     for client in clients:
-        client.close()
+        disconnect(client)
 
     entries = container.redis.xrange(redis_keys.ready_stream(0))
     counts = Counter(fields[b"m"].decode() for _, fields in entries)
@@ -131,14 +133,15 @@ def test_given_cancelled_job_when_its_entry_is_read_then_it_is_dropped_and_never
     job_id = submit(container, receiver, delay_s=0.3)
     cancelled = container.jobs.cancel(TENANT, job_id, container.clock.now_ms())
     assert cancelled.status is JobStatus.SCHEDULED  # the job as it was
+    shard = cancelled.shard
 
     with running_loops(container):
         time.sleep(0.8)
-        wait_until(lambda: container.redis.zcard(redis_keys.inflight_key(0)) == 0, timeout_s=3)
+        wait_until(lambda: container.redis.zcard(redis_keys.inflight_key(shard)) == 0, timeout_s=3)
 
     assert receiver.requests == []
     assert container.jobs.get(TENANT, job_id).status is JobStatus.CANCELLED
-    assert container.redis.xlen(redis_keys.ready_stream(0)) == 0
+    assert container.redis.xlen(redis_keys.ready_stream(shard)) == 0
 
 
 def test_given_attempt_holding_its_lease_when_its_entry_runs_out_of_deliveries_then_job_is_not_killed(
@@ -147,9 +150,10 @@ def test_given_attempt_holding_its_lease_when_its_entry_runs_out_of_deliveries_t
     container = Container(dataclasses.replace(settings, max_deliveries=1), consumer="reaper-test")
     try:
         job_id = submit(container, receiver, timeout_s=30)
+        shard = container.jobs.get(TENANT, job_id).shard
         slow = RedisIndex(container.redis, consumer="slow-executor")
-        slow.ensure_group(0)
-        (entry,) = slow.read_ready([0], count=10, block_ms=100)
+        slow.ensure_group(shard)
+        (entry,) = slow.read_ready([shard], count=10, block_ms=100)
         container.jobs.claim(entry.member, container.clock.now_ms())  # a long callback is under way...
         time.sleep(settings.redeliver_after_ms / 1000 + 0.1)  # ...idle past redeliver_after_ms: reaped
 
@@ -157,6 +161,6 @@ def test_given_attempt_holding_its_lease_when_its_entry_runs_out_of_deliveries_t
 
         job = container.jobs.get(TENANT, job_id)
         assert (job.status, report.dead_lettered) == (JobStatus.RUNNING, 0)
-        assert container.redis.xlen(redis_keys.dead_stream(0)) == 0
+        assert container.redis.xlen(redis_keys.dead_stream(shard)) == 0
     finally:
         container.close()

@@ -14,6 +14,8 @@ from pathlib import Path
 import redis
 from redis.cluster import RedisCluster
 
+from hookline.adapters.redis.cluster import close_cluster
+
 MASTERS = 3
 # The cluster bus listens on port + 10000: both must be free, and below 65536.
 BUS_OFFSET = 10_000
@@ -85,12 +87,15 @@ def _node(binary: str, port: int, data_dir: Path) -> Iterator[None]:
 
 
 @contextmanager
-def running_cluster() -> Iterator[str]:
-    """Yields a `redis://host:port` URL of one node of a fresh 3-master cluster (every slot covered)."""
+def running_cluster(masters: int = MASTERS) -> Iterator[str]:
+    """Yields a `redis://host:port` URL of one node of a fresh cluster of `masters` (every slot covered).
+
+    redis-cli gives each master an equal range of slots, the first node started the lowest.
+    """
     binary, cli = shutil.which("redis-server"), shutil.which("redis-cli")
     if binary is None or cli is None:
         raise FileNotFoundError("redis-server and redis-cli are needed for a cluster")
-    ports = free_cluster_ports(MASTERS)
+    ports = free_cluster_ports(masters)
     with tempfile.TemporaryDirectory(prefix="hookline-cluster-") as tmp, ExitStack() as nodes:
         for port in ports:
             nodes.enter_context(_node(binary, port, Path(tmp)))
@@ -111,5 +116,5 @@ def running_cluster() -> Iterator[str]:
             else:
                 raise RuntimeError("the cluster did not reach state ok")
         finally:
-            client.close()
+            close_cluster(client)
         yield url

@@ -4,6 +4,14 @@ from __future__ import annotations
 
 import pytest
 import redis
+from redis.exceptions import (
+    ClusterDownError,
+    ClusterError,
+    MasterDownError,
+    RedisClusterException,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 
 from hookline.adapters.redis.errors import is_transient, translating
 from hookline.domain.errors import IndexUnavailable
@@ -23,6 +31,11 @@ from hookline.domain.errors import IndexUnavailable
             True,
             id="tryagain_inside_a_script",
         ),
+        # redis-py strips the code from these cluster replies and raises a class of its own instead.
+        pytest.param(ClusterDownError("The cluster is down"), True, id="clusterdown"),
+        pytest.param(MasterDownError("Link with MASTER is down"), True, id="masterdown_class"),
+        pytest.param(TryAgainError("Multiple keys request during rehashing of slot"), True, id="tryagain"),
+        pytest.param(ClusterError("TTL exhausted."), True, id="redirections_exhausted"),
         pytest.param(redis.ResponseError("WRONGTYPE Operation against a key"), False, id="wrongtype"),
         pytest.param(redis.ResponseError("ERR Error running script: attempt to index nil"), False, id="bug"),
         pytest.param(redis.DataError("Invalid input"), False, id="data_error"),
@@ -53,3 +66,48 @@ def test_given_wrapped_method_when_redis_reports_a_bug_then_the_error_is_left_as
 
     with pytest.raises(redis.ResponseError):
         call()
+
+
+@pytest.mark.parametrize(
+    ("error", "translated"),
+    [
+        pytest.param(
+            RedisClusterException(
+                "Redis Cluster cannot be connected. Please provide at least one reachable node"
+            ),
+            True,
+            id="no_node_reachable",
+        ),
+        pytest.param(
+            RedisClusterException("All slots are not covered after query all startup_nodes. 1 of 16384"),
+            True,
+            id="slots_not_covered_while_mapping",
+        ),
+        pytest.param(
+            SlotNotCoveredError('Slot "42" is not covered by the cluster.'), True, id="slot_not_covered"
+        ),
+        pytest.param(
+            RedisClusterException("BLPOP - all keys must map to the same key slot"),
+            False,
+            id="cross_slot_bug",
+        ),
+        pytest.param(
+            RedisClusterException("Cluster mode is not enabled on this node"), False, id="not_a_cluster"
+        ),
+    ],
+)
+def test_given_cluster_client_error_when_wrapped_then_only_an_unreachable_cluster_is_index_unavailable(
+    error: RedisClusterException, translated: bool
+) -> None:
+    """The cluster client raises these outside RedisError: an outage must still read as a blip, a bug not."""
+
+    @translating
+    def call() -> None:
+        raise error
+
+    expected: type[Exception] = IndexUnavailable if translated else RedisClusterException
+    with pytest.raises(expected) as raised:
+        call()
+    if translated:
+        assert raised.value.__cause__ is error
+        assert "127.0.0.1" not in str(raised.value)

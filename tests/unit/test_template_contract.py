@@ -217,6 +217,7 @@ def test_given_default_parameters_when_settings_read_them_then_tunables_equal_co
 
     default = Settings()
     for field in (
+        "redis_cluster",
         "shards",
         "allow_loopback",
         "executor_concurrency",
@@ -232,6 +233,19 @@ def test_given_default_parameters_when_settings_read_them_then_tunables_equal_co
         "aws_endpoint_url",
     ):
         assert getattr(deployed, field) == getattr(default, field), field
+
+
+@pytest.mark.parametrize("function_id", ["PromoteFunction", "ReapFunction"])
+def test_given_shard_count_policy_when_compared_with_tables_module_then_it_names_only_its_item(
+    template: dict[str, Any], function_id: str
+) -> None:
+    policies = template["Resources"][function_id]["Properties"]["Policies"]
+    statements = [st for policy in policies if "Statement" in policy for st in policy["Statement"]]
+    on_keys_table = [st for st in statements if st["Resource"] == {"Fn::GetAtt": ["ApiKeysTable", "Arn"]}]
+
+    assert [st["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"] for st in on_keys_table] == [
+        [tables.SHARD_COUNT_KEY]
+    ]
 
 
 def test_given_fan_out_variable_when_compared_with_execute_function_then_names_match(

@@ -191,6 +191,14 @@ class KeyReader(Protocol):
         ...
 
 
+class ShardCountRecord(Protocol):
+    """The most shards any engine of the deployment has run with (DynamoDB: it must outlive Redis)."""
+
+    def record_shards(self, shards: int, now_ms: int) -> int:
+        """Records shards unless as many or more are recorded; returns the count recorded now (the larger)."""
+        ...
+
+
 class DueIndex(Protocol):
     """The due-time index: members waiting for their time, promoted onto the ready stream when due (Redis)."""
 

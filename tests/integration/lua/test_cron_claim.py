@@ -13,6 +13,7 @@ from hookline.adapters.redis.index import RedisIndex
 from hookline.domain.cron.schedule import ScheduleMember
 from hookline.domain.delivery import CronClaim, CronClaimResult
 from tests.integration.cron.keys import CRON, SHARD, cron_state, read_cron_state, seed_cron
+from tests.support.redis_mode import connect, disconnect
 
 pytestmark = pytest.mark.integration
 
@@ -100,7 +101,7 @@ def test_given_four_claimers_racing_on_500_due_schedules_then_each_claimed_exact
     errors: list[BaseException] = []
 
     def claimer() -> None:
-        client = redis.Redis.from_url(redis_url)
+        client = connect(redis_url)
         try:
             index = RedisIndex(client)
             start.wait(timeout=5)
@@ -109,7 +110,7 @@ def test_given_four_claimers_racing_on_500_due_schedules_then_each_claimed_exact
         except BaseException as error:  # surfaced in the main thread below
             errors.append(error)
         finally:
-            client.close()
+            disconnect(client)
 
     threads = [threading.Thread(target=claimer) for _ in range(4)]
     for thread in threads:

@@ -23,6 +23,7 @@ from tests.integration.lua.conftest import (
     stream,
     zset,
 )
+from tests.support.redis_mode import connect, disconnect
 
 pytestmark = pytest.mark.integration
 
@@ -102,7 +103,7 @@ def test_given_four_promoters_racing_on_2000_due_members_then_each_member_on_str
     errors: list[BaseException] = []
 
     def promoter() -> None:
-        client = redis.Redis.from_url(redis_url)
+        client = connect(redis_url)
         try:
             index = RedisIndex(client)
             start.wait(timeout=5)
@@ -111,7 +112,7 @@ def test_given_four_promoters_racing_on_2000_due_members_then_each_member_on_str
         except BaseException as error:  # surfaced in the main thread below
             errors.append(error)
         finally:
-            client.close()
+            disconnect(client)
 
     threads = [threading.Thread(target=promoter) for _ in range(4)]
     for thread in threads:

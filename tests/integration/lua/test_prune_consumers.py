@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis
+from redis.cluster import RedisCluster
 
 from hookline.adapters.redis.index import RedisIndex
 from tests.integration.lua.conftest import GROUP, READY, SHARD, entry, seed
+from tests.support.redis_mode import CLUSTER_MODE, disconnect
 
 pytestmark = pytest.mark.integration
 
@@ -98,16 +100,32 @@ class WakingClient(redis.Redis):
         return consumers
 
 
+class WakingCluster(RedisCluster):
+    """WakingClient for the cluster run."""
+
+    def xinfo_consumers(self, name: Any, groupname: Any) -> Any:
+        consumers = super().xinfo_consumers(name, groupname)
+        self.xreadgroup(GROUP, "waking", {READY: ">"})
+        return consumers
+
+
 def test_given_idle_consumer_waking_between_check_and_delete_when_pruned_then_its_entry_stays_pending(
-    redis_client: redis.Redis, redis_index: RedisIndex
+    redis_client: redis.Redis, redis_index: RedisIndex, redis_url: str
 ) -> None:
     _make(redis_client, {"waking": 0})
     time.sleep(IDLE_SLEEP_S)
     seed(redis_client, ready=[entry("t/a/1")])
-    index = RedisIndex(WakingClient(connection_pool=redis_client.connection_pool))
+    waking: redis.Redis
+    if CLUSTER_MODE:
+        waking = cast(redis.Redis, WakingCluster.from_url(redis_url))
+    else:
+        waking = WakingClient(connection_pool=redis_client.connection_pool)
+    index = RedisIndex(waking)
 
     index.prune_consumers(SHARD, idle_ms=IDLE_MS)
     redis_client.xreadgroup(GROUP, "waking", {READY: ">"})  # the read happens now if it did not before
+    if CLUSTER_MODE:
+        disconnect(waking)
 
     # Deleting "waking" after it read would drop the entry from the pending list: never re-delivered.
     assert redis_client.xpending(READY, GROUP)["pending"] == 1

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
 
-from hookline.domain.clock import FrozenClock
+import pytest
+
+from hookline.domain.clock import FrozenClock, SystemClock
 from hookline.domain.delivery import PromoteResult
 from hookline.domain.errors import IndexUnavailable
 from hookline.ports import NullMetrics
@@ -122,3 +126,77 @@ def test_given_redis_away_for_six_tries_when_running_then_backs_off_to_a_second_
     assert moved == 1
     assert sleeps[:6] == [100, 200, 400, 800, 1_000, 1_000]
     assert index.promoted_at == [(100, 3_500)]  # the first try after Redis came back
+
+
+class BlockingWakeIndex:
+    """Due times and wake lists per shard; waits block for real (a condition), as BLPOP does."""
+
+    def __init__(self, shards: int) -> None:
+        self.cond = threading.Condition()
+        self.tokens = dict.fromkeys(range(shards), 0)
+        self.due_ms: dict[int, list[int]] = {shard: [] for shard in range(shards)}
+        self.promoted_at: list[tuple[int, int]] = []
+        self.waited_on: list[tuple[int, ...]] = []
+        self.fail_shard: int | None = None
+
+    def submit(self, shard: int, due_ms: int) -> None:
+        """Indexes a due time and pushes a wake token, as index.lua does for an earlier due time."""
+        with self.cond:
+            self.due_ms[shard].append(due_ms)
+            self.tokens[shard] += 1
+            self.cond.notify_all()
+
+    def promote(self, shard: int, now_ms: int, batch: int = 500) -> PromoteResult:
+        with self.cond:
+            ready = [d for d in self.due_ms[shard] if d <= now_ms]
+            self.due_ms[shard] = [d for d in self.due_ms[shard] if d > now_ms]
+            self.promoted_at += [(d, now_ms) for d in ready]
+            left = self.due_ms[shard]
+            return PromoteResult(len(ready), min(left) if left else None)
+
+    def wait_for_wake(self, shards: Sequence[int], timeout_ms: int) -> bool:
+        self.waited_on.append(tuple(shards))
+        if self.fail_shard in shards:
+            raise RuntimeError("a bug in the wait")
+        with self.cond:
+            if not self.cond.wait_for(lambda: any(self.tokens[s] for s in shards), timeout_ms / 1000):
+                return False
+            shard = next(s for s in shards if self.tokens[s])
+            self.tokens[shard] -= 1
+            return True
+
+    def poll_wake(self, shards: Sequence[int]) -> bool:
+        raise AssertionError("the promoter of several shards waits per shard, it does not poll")
+
+
+def test_given_several_shards_when_a_sooner_job_arrives_on_one_then_woken_and_promoted_on_time() -> None:
+    clock = SystemClock()
+    index = BlockingWakeIndex(shards=3)
+    start = clock.now_ms()
+    index.submit(0, start + 10_000)  # far: the promoter would sleep its whole max_sleep_ms
+    promoter = Promoter(index, clock, [0, 1, 2], NullMetrics(), max_sleep_ms=5_000)
+    runner = threading.Thread(target=promoter.run, args=(start + 1_200,))
+    runner.start()
+
+    time.sleep(0.2)
+    soon = clock.now_ms() + 300
+    index.submit(2, soon)
+    runner.join(timeout=10)
+
+    (late_ms,) = [at - due for due, at in index.promoted_at if due == soon]
+    assert 0 <= late_ms <= 50
+    # Every wait named one shard: one command over several would span slots (refused by a cluster).
+    assert {len(shards) for shards in index.waited_on} == {1}
+    assert {shards[0] for shards in index.waited_on} == {0, 1, 2}
+    assert not [t for t in threading.enumerate() if t.name.startswith("wake-")]
+
+
+def test_given_several_shards_when_a_waiter_meets_a_bug_then_the_run_raises_it() -> None:
+    clock = SystemClock()
+    index = BlockingWakeIndex(shards=2)
+    index.fail_shard = 1
+    promoter = Promoter(index, clock, [0, 1], NullMetrics(), max_sleep_ms=200)
+
+    with pytest.raises(RuntimeError, match="a bug in the wait"):
+        promoter.run(clock.now_ms() + 2_000)
+    assert not [t for t in threading.enumerate() if t.name.startswith("wake-")]

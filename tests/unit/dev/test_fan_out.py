@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hookline.adapters.lambda_launcher import FAN_OUT_EVENT, LambdaLauncher
@@ -95,26 +96,50 @@ def test_given_launcher_refusing_when_checking_then_only_started_ones_are_counte
 
 
 class FakePromoter:
-    """Records the deadlines it is run with and advances the clock to them."""
+    """Ticks every 250 ms of the frozen clock until its deadline, calling `between` after each tick."""
 
     def __init__(self, clock: FrozenClock) -> None:
         self.clock = clock
-        self.deadlines: list[int] = []
+        self.runs: list[int] = []
 
-    def run(self, deadline_ms: int) -> int:
-        self.deadlines.append(deadline_ms)
-        self.clock.set(deadline_ms)
-        return 1
+    def run(self, deadline_ms: int, between: Callable[[], object] | None = None) -> int:
+        self.runs.append(deadline_ms)
+        ticks = 0
+        while self.clock.now_ms() < deadline_ms:
+            ticks += 1
+            if between is not None:
+                between()
+            self.clock.advance(250)
+        return ticks
 
 
-def test_given_deadline_when_promoting_then_runs_are_cut_at_the_check_interval_and_end_at_it() -> None:
+class CountingStream(FakeStream):
+    """Counts the backlog reads (one per shard per check)."""
+
+    def __init__(self, unread: dict[int, int]) -> None:
+        super().__init__(unread)
+        self.reads_at: list[int] = []
+        self.clock: FrozenClock | None = None
+
+    def undelivered(self, shard: int) -> int:
+        assert self.clock is not None
+        self.reads_at.append(self.clock.now_ms())
+        return super().undelivered(shard)
+
+
+def test_given_deadline_when_promoting_then_one_run_to_it_reads_the_backlog_once_per_check_interval() -> None:
     clock, launcher = FrozenClock(0), FakeLauncher()
+    stream = CountingStream({0: 0})
+    stream.clock = clock
     promoter = FakePromoter(clock)
 
-    moved = _scaler(FakeStream({0: 0}), launcher, clock).promote_until(promoter, 2_500)  # type: ignore[arg-type]
+    moved = _scaler(stream, launcher, clock).promote_until(promoter, 2_500)  # type: ignore[arg-type]
 
-    assert promoter.deadlines == [1_000, 2_000, 2_500]
-    assert moved == 3
+    # One run to the deadline (its per-shard waiters start once), the backlog of both shards read at
+    # 0, 1000 and 2000 ms although the promoter ticked every 250 ms.
+    assert promoter.runs == [2_500]
+    assert moved == 10
+    assert stream.reads_at == [0, 0, 1_000, 1_000, 2_000, 2_000]
 
 
 class FakeLambda:

@@ -119,3 +119,24 @@ class IndexUnavailable(DependencyDown):
     The Redis adapters raise it in place of the client's connection, timeout and fail-over errors, so use
     cases can tell a blip from a bug without importing redis.
     """
+
+
+class ShardCountLowered(HooklineError):
+    """The engine was started with fewer shards than jobs were written with: it refuses to run.
+
+    A job's shard is a hash of its id modulo the shard count, fixed when it is written; the promoters,
+    executors and reaper serve shards 0 .. count - 1 only, so lowering the count would leave every job on
+    the dropped shards unpromoted, unexecuted and unreconciled for good.
+    """
+
+    code = "shard_count_lowered"
+    http_status = 500
+
+    def __init__(self, recorded: int, configured: int) -> None:
+        super().__init__(
+            f"HOOKLINE_SHARDS is {configured}, but jobs were written with {recorded} shards: jobs on shards "
+            f"{configured}..{recorded - 1} would never run. Set HOOKLINE_SHARDS (the template's Shards "
+            f"parameter) to {recorded} or more."
+        )
+        self.recorded = recorded
+        self.configured = configured

@@ -23,6 +23,9 @@ class Settings:
     """Endpoints, names and tunables of one deployment."""
 
     redis_url: str = "redis://127.0.0.1:6379/0"
+    # True when redis_url names a Redis Cluster (one of its nodes, or ElastiCache's configuration
+    # endpoint): a cluster-aware client then routes each command to the node serving its key's slot.
+    redis_cluster: bool = False
     jobs_table: str = "hookline-jobs"
     executions_table: str = "hookline-executions"
     api_keys_table: str = "hookline-api-keys"
@@ -85,6 +88,7 @@ class Settings:
         default = cls()
         return cls(
             redis_url=env.get("HOOKLINE_REDIS_URL", default.redis_url),
+            redis_cluster=_flag(env.get("HOOKLINE_REDIS_CLUSTER")),
             jobs_table=env.get("HOOKLINE_JOBS_TABLE", default.jobs_table),
             executions_table=env.get("HOOKLINE_EXECUTIONS_TABLE", default.executions_table),
             api_keys_table=env.get("HOOKLINE_API_KEYS_TABLE", default.api_keys_table),

@@ -21,6 +21,7 @@ from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
 from hookline.adapters.http.client import HttpCallbackClient
 from hookline.adapters.http.safety import check_url
 from hookline.adapters.lambda_launcher import LambdaLauncher
+from hookline.adapters.redis.cluster import cluster_client, is_cluster
 from hookline.adapters.redis.index import RedisIndex
 from hookline.adapters.redis.stats import RedisStats
 from hookline.domain import constants
@@ -37,6 +38,7 @@ from hookline.usecases.reap import Reaper
 from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.scale import ExecutorScaler, FanOutPolicy, NoLauncher
 from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
+from hookline.usecases.shards import check_shard_count
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline.usecases.submit import JobSubmitter
 
@@ -78,15 +80,30 @@ REDIS_BACKOFF = ExponentialBackoff(cap=0.2, base=0.05)
 def redis_client(settings: Settings) -> redis.Redis:
     """Returns a Redis client whose socket timeout outlasts the longest blocking read.
 
-    Connection and timeout errors are retried by the client itself (REDIS_RETRIES, REDIS_BACKOFF).
+    Connection and timeout errors are retried by the client itself (REDIS_RETRIES, REDIS_BACKOFF). With
+    settings.redis_cluster it is a cluster-aware client (adapters/redis/cluster.py), which connects at its
+    first command, so a cold start during an outage still starts.
     """
+    options: dict[str, Any] = {"socket_timeout": 30, "socket_connect_timeout": 1, "health_check_interval": 30}
+    if settings.redis_cluster:
+        # The cluster client retries connection errors, CLUSTERDOWN and unmapped slots itself, reading the
+        # slot map again before each try (so a fail-over's new primary is found); it takes the number of
+        # tries from REDIS_RETRIES (redis-py 8 does not yet sleep REDIS_BACKOFF between them). A longer
+        # outage surfaces as IndexUnavailable, which the loops back off from, as with one node. The
+        # configuration endpoint stays the node the slot map is read from (dynamic_startup_nodes off):
+        # ElastiCache resolves it to a live node, where the nodes' own addresses may be gone after a
+        # replacement.
+        return cluster_client(
+            settings.redis_url,
+            retry=Retry(REDIS_BACKOFF, REDIS_RETRIES),
+            dynamic_startup_nodes=False,
+            **options,
+        )
     return redis.Redis.from_url(
         settings.redis_url,
-        socket_timeout=30,
-        socket_connect_timeout=1,
-        health_check_interval=30,
         retry=Retry(REDIS_BACKOFF, REDIS_RETRIES),
         retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        **options,
     )
 
 
@@ -103,6 +120,15 @@ class Container:
     def shards(self) -> list[int]:
         """Returns every shard number."""
         return list(range(self.settings.shards))
+
+    def check_shards(self) -> int:
+        """Records the deployment's shard count; raises ShardCountLowered when jobs were written with more.
+
+        The promote, execute and reap functions call it at their cold start, so an engine deployed with
+        fewer shards fails to start with the reason, instead of silently never running the jobs on the
+        shards it dropped.
+        """
+        return check_shard_count(self.keys, self.settings.shards, self.clock)
 
     @cached_property
     def redis(self) -> redis.Redis:
@@ -290,7 +316,8 @@ class Container:
         opened = self.__dict__
         if "redis" in opened:
             self.redis.close()
-            self.redis.connection_pool.disconnect()
+            if not is_cluster(self.redis):  # a cluster closes its nodes' pools itself
+                self.redis.connection_pool.disconnect()
         if "dynamodb" in opened:
             self.dynamodb.close()
         if "callbacks" in opened:

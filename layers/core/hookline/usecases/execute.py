@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from enum import StrEnum
 
@@ -14,7 +13,7 @@ from hookline.domain import constants
 from hookline.domain.backoff import retry_delay_ms
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.delivery import Claim, Finish, Slot, StreamEntry
-from hookline.domain.errors import DependencyDown, IndexUnavailable, NotYet, StaleState
+from hookline.domain.errors import DependencyDown, NotYet, StaleState
 from hookline.domain.leases import LeaseTiming
 from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
 from hookline.domain.signing import callback_headers
@@ -32,12 +31,14 @@ from hookline.ports import (
     StatsRecorder,
 )
 from hookline.usecases.heartbeat import Heartbeat, Hold
-from hookline.usecases.outage import Outage
+from hookline.usecases.readers import Capacity, ShardReaders
 from hookline.usecases.recover import Recoverer
 
 logger = logging.getLogger(__name__)
 
 TENANT_LIMIT_KEY = "__tenant__"
+# How much longer than one blocking read the end of a run waits for its readers to leave.
+READER_JOIN_SLACK_S = 2.0
 
 
 class Disposition(StrEnum):
@@ -105,50 +106,57 @@ class Executor:
     def run(self, deadline_ms: int, block_ms: int = constants.EXECUTOR_BLOCK_MS) -> int:
         """Processes entries until deadline_ms with bounded concurrency; returns how many were processed.
 
-        Entries taken before the deadline are finished after it: the caller leaves room for the longest
-        callback timeout. The heartbeat keeps the attempts' entries and leases alive until they end (the
-        pool is shut down, waiting for them, before the heartbeat stops). Every recover_every_ms the loop
-        also re-delivers what gone executors left pending, so that waits for no reaper.
+        Every shard's stream is read by a thread of its own (usecases/readers.py), each read bounded by the
+        delivery slots free at that moment, so no read spans shards and the entries taken never exceed
+        the concurrency. Entries taken before the deadline are finished after it: the caller leaves room
+        for the longest callback timeout. The heartbeat keeps the attempts' entries and leases alive until
+        they end (the pool is shut down, waiting for them, before the heartbeat stops). Every
+        recover_every_ms this thread also re-delivers what gone executors left pending, so that waits for
+        no reaper. A reader's failure other than a Redis blip ends the run and is raised.
         """
-        processed = 0
-        running: set[Future[Disposition | None]] = set()
-        outage = Outage(self._clock, self._metrics, "execute")
+        capacity = Capacity(self._concurrency)
         with (
             self._heartbeat.running(),
             ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="deliver") as pool,
         ):
-            while (now_ms := self._clock.now_ms()) < deadline_ms:
-                if now_ms >= self._next_recovery_ms:
-                    self._recover_safely()
-                    self._next_recovery_ms = now_ms + self._timing.recover_every_ms
-                free = self._concurrency - len(running)
-                if free <= 0:
-                    _, pending = wait(running, timeout=block_ms / 1000, return_when=FIRST_COMPLETED)
-                    running = set(pending)
-                    continue
-                wait_ms = max(1, min(block_ms, deadline_ms - now_ms))
-                try:
-                    entries = self._stream.read_ready(self._shards, min(free, constants.READ_BATCH), wait_ms)
-                except IndexUnavailable as error:
-                    # A Redis blip: back off and read again until the deadline (entries already taken
-                    # carry on in the pool; their own Redis steps fail into process_safely).
-                    time.sleep(outage.failed(error, deadline_ms))
-                    continue
-                outage.succeeded()
-                for entry in entries:
-                    running.add(pool.submit(self.process_safely, entry))
-                    processed += 1
-                running = {future for future in running if not future.done()}
-        return processed
 
-    def drain(self, block_ms: int = 0) -> list[Disposition | None]:
-        """Processes, one by one in this thread, every entry ready now (block_ms 0: no waiting); for tests."""
+            def deliver(entry: StreamEntry) -> None:
+                future = pool.submit(self.process_safely, entry)
+                future.add_done_callback(lambda _: capacity.give(1))
+
+            readers = ShardReaders(self._stream, self._clock, self._metrics, self._shards, capacity, deliver)
+            self._recover_when_due()
+            readers.start(deadline_ms, block_ms)
+            try:
+                while not readers.join(max(0.001, (self._next_recovery_ms - self._clock.now_ms()) / 1000)):
+                    self._recover_when_due()
+            finally:
+                readers.stop()
+                # Readers leave after their current read (blocked at most block_ms); waiting for them keeps
+                # the pool open for what they still take.
+                readers.join(block_ms / 1000 + READER_JOIN_SLACK_S)
+        readers.raise_failure()
+        return readers.read
+
+    def drain(self) -> list[Disposition | None]:
+        """Processes, one by one in this thread, every entry ready now on any shard; for tests and tools."""
         results: list[Disposition | None] = []
         with self._heartbeat.running():
-            while entries := self._stream.read_ready(self._shards, constants.READ_BATCH, block_ms):
+            while True:
+                entries = [
+                    entry
+                    for shard in self._shards
+                    for entry in self._stream.read_ready([shard], constants.READ_BATCH, 0)
+                ]
+                if not entries:
+                    return results
                 results += [self.process_safely(entry) for entry in entries]
-                block_ms = 0
-        return results
+
+    def _recover_when_due(self) -> None:
+        now_ms = self._clock.now_ms()
+        if now_ms >= self._next_recovery_ms:
+            self._recover_safely()
+            self._next_recovery_ms = now_ms + self._timing.recover_every_ms
 
     def _recover_safely(self) -> None:
         try:

@@ -88,17 +88,17 @@ class ExecutorScaler:
         return started
 
     def promote_until(self, promoter: Promoter, deadline_ms: int) -> int:
-        """Runs the promoter until deadline_ms, checking the backlog between its runs; returns jobs moved.
+        """Runs the promoter until deadline_ms, checking the backlog between its ticks; returns jobs moved.
 
-        The promoter's runs are cut at the check interval: a run ends at its deadline and the next tick
-        follows at once, so no due job waits longer for the split.
+        check() reads the backlog at most every check_interval_ms, and the promoter ticks at least every
+        max_sleep_ms, so the backlog is read about once a check interval within one run (one run, so the
+        promoter's per-shard waiters start once per invocation).
         """
-        moved = 0
-        while (now_ms := self._clock.now_ms()) < deadline_ms:
-            moved += promoter.run(min(deadline_ms, now_ms + self._policy.check_interval_ms))
-            try:
-                self.check()
-            except IndexUnavailable:
-                # The backlog cannot be read while Redis is away; the promoter's loop waits the outage out.
-                continue
-        return moved
+        return promoter.run(deadline_ms, between=self._check_quietly)
+
+    def _check_quietly(self) -> None:
+        try:
+            self.check()
+        except IndexUnavailable:
+            # The backlog cannot be read while Redis is away; the promoter's loop waits the outage out.
+            return

@@ -44,7 +44,7 @@ class DynamoKeyStore:
         reply = self._client.get_item(
             TableName=self._table, Key=codec.to_attribute_values({tables.API_KEYS_PK: key_id})
         )
-        if "Item" not in reply or key_id.startswith(tables.TENANT_ITEM_PREFIX):
+        if "Item" not in reply or key_id.startswith(tables.RESERVED_KEY_PREFIXES):
             return None
         return _record(codec.from_attribute_values(reply["Item"]))
 
@@ -72,7 +72,7 @@ class DynamoKeyStore:
             reply = self._client.scan(**request)
             for item in reply.get("Items", []):
                 values = codec.from_attribute_values(item)
-                if not str(values[tables.API_KEYS_PK]).startswith(tables.TENANT_ITEM_PREFIX):
+                if not str(values[tables.API_KEYS_PK]).startswith(tables.RESERVED_KEY_PREFIXES):
                     records.append(_record(values))
             if "LastEvaluatedKey" not in reply:
                 return sorted(records, key=lambda r: r.created_ms)
@@ -107,6 +107,33 @@ class DynamoKeyStore:
                 return False
             raise
         return True
+
+    def record_shards(self, shards: int, now_ms: int) -> int:
+        """Records shards as the deployment's shard count unless as many or more are; returns the larger.
+
+        One conditional put: it succeeds at the first start and when the count grows (so concurrent cold
+        starts agree: the larger count wins); otherwise the count already recorded is read and returned.
+        """
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=codec.to_attribute_values(
+                    {tables.API_KEYS_PK: tables.SHARD_COUNT_KEY, "shards": shards, "updated_ms": now_ms}
+                ),
+                ConditionExpression="attribute_not_exists(#key_id) OR #shards < :shards",
+                ExpressionAttributeNames={"#key_id": tables.API_KEYS_PK, "#shards": "shards"},
+                ExpressionAttributeValues=codec.to_attribute_values({":shards": shards}),
+            )
+        except ClientError as error:
+            if codec.error_code(error) != "ConditionalCheckFailedException":
+                raise
+            reply = self._client.get_item(
+                TableName=self._table,
+                Key=codec.to_attribute_values({tables.API_KEYS_PK: tables.SHARD_COUNT_KEY}),
+                ConsistentRead=True,
+            )
+            return int(codec.from_attribute_values(reply["Item"])["shards"])
+        return shards
 
     def _put_tenant(
         self, tenant: str, secrets: SigningSecrets, now_ms: int, condition: dict[str, Any]

@@ -40,6 +40,11 @@ EXECUTIONS_SK = "attempt"
 # API keys table: key id → tenant, secret hash, scopes; tenant items hold signing secrets.
 API_KEYS_PK = "key_id"
 TENANT_ITEM_PREFIX = "tenant#"
+# The deployment's own items, under key ids no API key can have (a key id has no "#"): SHARD_COUNT_KEY
+# holds `shards`, the most shards the engine has run with (usecases/shards.py).
+DEPLOYMENT_ITEM_PREFIX = "deployment#"
+SHARD_COUNT_KEY = f"{DEPLOYMENT_ITEM_PREFIX}shards"
+RESERVED_KEY_PREFIXES = (TENANT_ITEM_PREFIX, DEPLOYMENT_ITEM_PREFIX)
 
 
 def job_sk(job_id: str) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 import redis
 from redis.commands.core import Script
 
+from hookline.adapters.redis.cluster import is_cluster
 from hookline.adapters.redis.errors import translating
 from hookline.adapters.redis.scripts import SCRIPT_NAMES, script_source
 from hookline.domain.clock import SystemClock
@@ -15,12 +16,21 @@ from hookline.domain.delivery import StreamEntry
 from hookline.domain.models import Member
 from hookline.ports import Clock, MetricsSink, NullMetrics
 
+# How often a blocking call given several shards looks at them again: no one command may name keys of
+# several shards (their slots differ), so such a call polls them in turn (the engine blocks per shard).
+SHARDS_POLL_MS = 10
+
 
 class RedisBase:
     """Holds one client, the scripts registered on it and this process's consumer name.
 
     Every public method a role (subclass) defines raises IndexUnavailable, never the client's own error,
     when Redis does not answer (see errors.py): the use cases wait such blips out without importing redis.
+
+    The client is one node's or a cluster's (cluster.py). Every command a role sends names keys of one
+    hash-tag slot only (a shard's keys share `{hl:s<n>}`, a limiter's its own tag), so each runs on the
+    one node serving that slot; pipelines carry only such single-slot commands, which the cluster client
+    splits by node.
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -37,6 +47,7 @@ class RedisBase:
         metrics: MetricsSink | None = None,
     ) -> None:
         self._redis = client
+        self._cluster = is_cluster(client)
         self._consumer = consumer
         self._clock: Clock = clock or SystemClock()
         self._metrics: MetricsSink = metrics or NullMetrics()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import cast
 
 from hookline.adapters.redis import keys as redis_keys
-from hookline.adapters.redis.base import RedisBase
+from hookline.adapters.redis.base import SHARDS_POLL_MS, RedisBase
 from hookline.domain import constants
 from hookline.domain.delivery import PromoteResult
 from hookline.domain.models import Member
@@ -43,14 +44,26 @@ class RedisDueIndex(RedisBase):
     def wait_for_wake(self, shards: Sequence[int], timeout_ms: int) -> bool:
         """Blocks until a submit signals an earlier due time or timeout_ms passes; True when signalled.
 
-        Redis checks blocking timeouts on its ~100 ms cron, so callers needing precision wait coarsely here
-        and finely with poll_wake.
+        One shard: a BLPOP on its wake list. Redis checks blocking timeouts on its ~100 ms cron, so callers
+        needing precision wait coarsely here and finely with poll_wake. Several shards: their wake lists
+        live in different slots (different nodes of a cluster), so no one command can block on all of
+        them; they are polled in turn (the first token found is taken) every SHARDS_POLL_MS until timeout_ms.
+        The promoter never does that: it waits on each shard from a thread of its own.
         """
-        keys = [redis_keys.wake_key(shard) for shard in shards]
-        return self._redis.blpop(keys, timeout=max(timeout_ms, 1) / 1000) is not None
+        if len(shards) == 1:
+            key = redis_keys.wake_key(shards[0])
+            return self._redis.blpop([key], timeout=max(timeout_ms, 1) / 1000) is not None
+        give_up_at = time.monotonic() + max(timeout_ms, 0) / 1000
+        while True:
+            if any(self._redis.lpop(redis_keys.wake_key(shard)) is not None for shard in shards):
+                return True
+            left_s = give_up_at - time.monotonic()
+            if left_s <= 0:
+                return False
+            time.sleep(min(left_s, SHARDS_POLL_MS / 1000))
 
     def poll_wake(self, shards: Sequence[int]) -> bool:
-        """Takes a wake token without blocking; True when one was there."""
+        """Takes every shard's wake token without blocking (an LPOP each, pipelined); True if one was."""
         pipe = self._redis.pipeline(transaction=False)
         for shard in shards:
             pipe.lpop(redis_keys.wake_key(shard))

@@ -7,6 +7,13 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import redis
+from redis.exceptions import (
+    ClusterDownError,
+    ClusterError,
+    RedisClusterException,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 
 from hookline.domain.errors import IndexUnavailable
 
@@ -17,17 +24,52 @@ F = TypeVar("F", bound=Callable[..., Any])
 # running too long. Script errors quote the reply after a dash, so both forms are matched.
 TRANSIENT_REPLIES = ("UNBLOCKED", "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY")
 
+# What redis-py's cluster client raises (outside RedisError) when it cannot reach or map the cluster: no
+# startup node answers while it refreshes its slot map (a whole-cluster outage, a cold start during one),
+# or the nodes do not yet agree on who serves every slot (mid fail-over). Its other RedisClusterExceptions
+# (keys of one command in several slots, a command it cannot route) are bugs and are left as they are.
+TRANSIENT_CLUSTER_MESSAGES = (
+    "Redis Cluster cannot be connected",
+    "All slots are not covered",
+    "startup_nodes could not agree",
+)
+
 
 def is_transient(error: redis.RedisError) -> bool:
     """Tells whether a Redis error is a blip worth waiting out (as opposed to a bug or bad data)."""
-    # redis-py strips the code of the replies it maps to classes (LOADING is a ConnectionError).
-    if isinstance(error, (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError)):
+    # redis-py strips the code of the replies it maps to classes (LOADING is a ConnectionError; TRYAGAIN,
+    # CLUSTERDOWN and MASTERDOWN become cluster error classes with the code gone from the message).
+    transient_classes = (
+        redis.ConnectionError,
+        redis.TimeoutError,
+        redis.ReadOnlyError,
+        ClusterDownError,
+        ClusterError,
+        TryAgainError,
+    )
+    if isinstance(error, transient_classes):
         return True
     if not isinstance(error, redis.ResponseError):
         return False
     message = str(error)
     first = message.split(" ", 1)[0]
     return first in TRANSIENT_REPLIES or any(f"-{code} " in message for code in TRANSIENT_REPLIES)
+
+
+def is_transient_cluster(error: RedisClusterException) -> bool:
+    """Tells whether the cluster client's own error means the cluster is unreachable or re-mapping."""
+    if isinstance(error, SlotNotCoveredError):
+        return True
+    message = str(error)
+    return any(message.startswith(prefix) for prefix in TRANSIENT_CLUSTER_MESSAGES)
+
+
+def unavailable(error: Exception) -> IndexUnavailable:
+    """Returns the domain error for a transient failure; the cause (chained) may name hosts and ports."""
+    # A fixed message: API answers carry it.
+    unavailable_error = IndexUnavailable("redis is unavailable; retry later")
+    unavailable_error.__cause__ = error
+    return unavailable_error
 
 
 def translating(method: F) -> F:
@@ -39,8 +81,11 @@ def translating(method: F) -> F:
             return method(*args, **kwargs)
         except redis.RedisError as error:
             if is_transient(error):
-                # A fixed message: API answers carry it, and the cause (chained) may name hosts and ports.
-                raise IndexUnavailable("redis is unavailable; retry later") from error
+                raise unavailable(error) from error
+            raise
+        except RedisClusterException as error:
+            if is_transient_cluster(error):
+                raise unavailable(error) from error
             raise
 
     return wrapper  # type: ignore[return-value]

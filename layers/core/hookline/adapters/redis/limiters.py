@@ -79,21 +79,23 @@ class RedisLimiters(RedisBase):
         return LimiterVerdict(int(admitted) == 1, int(retry_at), already_held=int(held) == 1)
 
     def release_slots(self, slots: Sequence[Slot]) -> None:
-        """Frees concurrency slots (one pipelined round trip; a slot not held is ignored).
+        """Frees concurrency slots (a slot not held is ignored).
 
-        Each release also teaches its key how long holders hold (timed on this adapter's clock).
+        Each release also teaches its key how long holders hold (timed on this adapter's clock). One node
+        takes them in one pipelined round trip; a cluster client refuses scripts inside a pipeline (it
+        could not load one a node lacks), so there each release is its own call, on its key's node.
         """
         if not slots:
             return
         now_ms = self._clock.now_ms()
-        pipe = self._redis.pipeline(transaction=False)
+        release = self._scripts["concurrency_release"]
+        pipe = None if self._cluster else self._redis.pipeline(transaction=False)
         for slot in slots:
             keys = [
                 redis_keys.concurrency_key(slot.tenant, slot.name),
                 redis_keys.concurrency_started_key(slot.tenant, slot.name),
                 redis_keys.concurrency_hold_key(slot.tenant, slot.name),
             ]
-            self._scripts["concurrency_release"](
-                keys=keys, args=[now_ms, slot.token, HOLD_KEEP_MS], client=pipe
-            )
-        pipe.execute()
+            release(keys=keys, args=[now_ms, slot.token, HOLD_KEEP_MS], client=pipe)
+        if pipe is not None:
+            pipe.execute()

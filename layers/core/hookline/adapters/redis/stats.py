@@ -9,6 +9,7 @@ import logging
 from collections.abc import Sequence
 
 import redis
+from redis.exceptions import RedisClusterException
 
 from hookline.adapters.redis import keys as redis_keys
 from hookline.domain import constants
@@ -53,8 +54,10 @@ class RedisStats:
             pipe.zrem(dead_key, job_id)
         try:
             pipe.execute()
-        except redis.RedisError:
+        except (redis.RedisError, RedisClusterException):
             # Statistics are a view, not the record: losing a count must not fail the work it counts.
+            # (A cluster client raises RedisClusterException, outside RedisError, when it cannot reach
+            # any node.)
             logger.warning("could not record statistics", extra={"tenant": tenant}, exc_info=True)
 
     def read(self, tenant: str, now_ms: int, shards: Sequence[int]) -> TenantStats:

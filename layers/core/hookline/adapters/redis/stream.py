@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any, cast
 
 import redis
 
 from hookline.adapters.redis import keys as redis_keys
-from hookline.adapters.redis.base import MalformedEntry, RedisBase, entry, member_of, text
+from hookline.adapters.redis.base import SHARDS_POLL_MS, MalformedEntry, RedisBase, entry, member_of, text
 from hookline.adapters.redis.rebuild import new_epoch
 from hookline.domain import constants
 from hookline.domain.delivery import RedeliverResult, StreamEntry
@@ -40,19 +41,33 @@ class RedisReadyStream(RedisBase):
         self._redis.hset(redis_keys.rebuild_key(shard), "epoch", new_epoch())
 
     def read_ready(self, shards: Sequence[int], count: int, block_ms: int) -> list[StreamEntry]:
-        """Reads up to `count` new deliveries for this consumer, blocking up to block_ms (0: not at all).
+        """Reads up to `count` new deliveries per shard for this consumer, blocking up to block_ms (0: not).
 
-        Redis reads BLOCK 0 as "forever", so 0 here sends no BLOCK.
+        Each shard's stream is read by its own XREADGROUP: streams of different shards live in different
+        slots (different nodes of a cluster), where one command over several would be refused. A blocking
+        read takes one shard (the executor runs a reader per shard); given several, they are read in turn
+        without blocking, again every SHARDS_POLL_MS until block_ms has passed if none had anything.
         """
-        streams = {redis_keys.ready_stream(shard): ">" for shard in shards}
-        shard_of = {redis_keys.ready_stream(shard): shard for shard in shards}
+        if len(shards) == 1:
+            return self._read_shard(shards[0], count, block_ms)
+        give_up_at = time.monotonic() + max(block_ms, 0) / 1000
+        while True:
+            entries = [entry for shard in shards for entry in self._read_shard(shard, count, 0)]
+            left_s = give_up_at - time.monotonic()
+            if entries or left_s <= 0:
+                return entries
+            time.sleep(min(left_s, SHARDS_POLL_MS / 1000))
+
+    def _read_shard(self, shard: int, count: int, block_ms: int) -> list[StreamEntry]:
+        """Reads up to `count` new deliveries of one shard (BLOCK 0 means "forever": 0 sends none)."""
+        stream = redis_keys.ready_stream(shard)
         try:
             reply = cast(
                 list[Any] | None,
                 self._redis.xreadgroup(
                     redis_keys.CONSUMER_GROUP,
                     self._consumer,
-                    cast(Any, streams),
+                    cast(Any, {stream: ">"}),
                     count=count,
                     block=block_ms if block_ms > 0 else None,
                 ),
@@ -62,12 +77,10 @@ class RedisReadyStream(RedisBase):
             # the read was blocked on it. Either way recreate it; the reaper re-indexes the jobs.
             if "NOGROUP" not in str(error) and "UNBLOCKED" not in str(error):
                 raise
-            for shard in shards:
-                self.ensure_group(shard)
+            self.ensure_group(shard)
             return []
         entries: list[StreamEntry] = []
-        for stream_name, messages in reply or []:
-            shard = shard_of[text(stream_name)]
+        for _, messages in reply or []:
             for entry_id, fields in messages:
                 try:
                     entries.append(entry(shard, text(entry_id), fields or {}))
@@ -118,7 +131,9 @@ class RedisReadyStream(RedisBase):
         length, groups = pipe.execute(raise_on_error=False)
         if isinstance(groups, redis.ResponseError):
             return 0  # no stream yet (or Redis lost it): nothing waits
-        for group in cast(list[dict[Any, Any]], groups):
+        for raw_group in cast(list[dict[Any, Any]], groups):
+            # A cluster client's transaction leaves XINFO's field names as bytes (one node's: as text).
+            group = {text(name): value for name, value in raw_group.items()}
             if text(group["name"]) != redis_keys.CONSUMER_GROUP:
                 continue
             lag = group.get("lag")

@@ -1,0 +1,150 @@
+"""An executor's shard readers: one thread per shard reading its ready stream, within the free capacity.
+
+One XREADGROUP over several shards' streams spans slots, which a Redis Cluster refuses; and its COUNT
+applies per stream, so an executor reading S streams took up to S x its free capacity. Here each shard has
+a reader thread, and every read first takes the slots it may fill from the executor's shared Capacity: the
+entries read never outnumber the free delivery slots. A reader blocks for new entries holding one slot
+only, so quiet shards do not keep slots a busy shard could use.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from hookline.domain import constants
+from hookline.domain.delivery import StreamEntry
+from hookline.domain.errors import IndexUnavailable
+from hookline.ports import Clock, MetricsSink, ReadyStream
+from hookline.usecases.outage import Outage
+
+logger = logging.getLogger(__name__)
+
+
+class Capacity:
+    """The free delivery slots of one executor run, taken by its readers and given back per delivery."""
+
+    def __init__(self, slots: int) -> None:
+        self._free = slots
+        self._changed = threading.Condition()
+
+    def take(self, most: int, timeout_s: float) -> int:
+        """Takes up to `most` free slots, waiting up to timeout_s for one; returns how many (0: none came)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._free > 0, timeout_s):
+                return 0
+            taken = min(most, self._free)
+            self._free -= taken
+            return taken
+
+    def give(self, count: int) -> None:
+        """Returns slots (unused by a read, or freed by a delivery that ended)."""
+        if count <= 0:
+            return
+        with self._changed:
+            self._free += count
+            self._changed.notify_all()
+
+    @property
+    def free(self) -> int:
+        """Returns the slots free now."""
+        with self._changed:
+            return self._free
+
+
+class ShardReaders:
+    """Reads every shard from a thread of its own until the deadline, handing each entry to `deliver`.
+
+    `deliver` must give the entry's slot back to the capacity when its delivery ends. A Redis blip is
+    backed off per reader (the others go on); anything else stops every reader and is raised by join().
+    """
+
+    def __init__(
+        self,
+        stream: ReadyStream,
+        clock: Clock,
+        metrics: MetricsSink,
+        shards: Sequence[int],
+        capacity: Capacity,
+        deliver: Callable[[StreamEntry], None],
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._stream = stream
+        self._clock = clock
+        self._metrics = metrics
+        self._shards = list(shards)
+        self._capacity = capacity
+        self._deliver = deliver
+        self._sleep = sleep
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self.read = 0  # entries handed to deliver
+
+    def start(self, deadline_ms: int, block_ms: int) -> None:
+        """Starts one reader per shard; each reads until deadline_ms, blocking up to block_ms at a time."""
+        self._threads = [
+            threading.Thread(
+                target=self._read_safely,
+                args=(shard, deadline_ms, block_ms),
+                name=f"read-{shard}",
+                daemon=True,
+            )
+            for shard in self._shards
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def join(self, timeout_s: float) -> bool:
+        """Waits up to timeout_s for every reader to end; True when all did."""
+        end = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(timeout=max(0.0, end - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._threads)
+
+    def stop(self) -> None:
+        """Asks every reader to end after its current read."""
+        self._stop.set()
+
+    def raise_failure(self) -> None:
+        """Raises what ended a reader, if anything but the deadline or stop() did."""
+        if self._error is not None:
+            raise self._error
+
+    def _read_safely(self, shard: int, deadline_ms: int, block_ms: int) -> None:
+        try:
+            self._read(shard, deadline_ms, block_ms)
+        except BaseException as error:
+            logger.exception("a shard reader failed; the executor's run ends", extra={"shard": shard})
+            self._error = self._error or error
+            self._stop.set()
+
+    def _read(self, shard: int, deadline_ms: int, block_ms: int) -> None:
+        outage = Outage(self._clock, self._metrics, f"execute shard {shard}")
+        while not self._stop.is_set() and (now_ms := self._clock.now_ms()) < deadline_ms:
+            taken = self._capacity.take(constants.READ_BATCH, block_ms / 1000)
+            if not taken:
+                continue  # every slot busy for block_ms: look at the deadline and the stop, then again
+            try:
+                entries = self._stream.read_ready([shard], taken, 0)
+                if not entries:
+                    # Nothing waiting: block for the next entry holding one slot only.
+                    self._capacity.give(taken - 1)
+                    taken = 1
+                    wait_ms = max(1, min(block_ms, deadline_ms - now_ms))
+                    entries = self._stream.read_ready([shard], 1, wait_ms)
+            except IndexUnavailable as error:
+                # A Redis blip: back off and read again until the deadline (entries already taken carry on
+                # in the pool; their own Redis steps fail into the executor's process_safely).
+                self._capacity.give(taken)
+                self._sleep(outage.failed(error, deadline_ms))
+                continue
+            outage.succeeded()
+            self._capacity.give(taken - len(entries))
+            for entry in entries:
+                with self._lock:
+                    self.read += 1
+                self._deliver(entry)

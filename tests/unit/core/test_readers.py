@@ -1,0 +1,124 @@
+"""An executor's shard readers: one read per shard, never more entries taken than free delivery slots."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from hookline.domain.clock import SystemClock
+from hookline.domain.delivery import StreamEntry
+from hookline.domain.errors import IndexUnavailable
+from hookline.domain.models import Member
+from hookline.ports import NullMetrics
+from hookline.usecases.readers import Capacity, ShardReaders
+
+
+class StreamsInMemory:
+    """Ready streams per shard, read as XREADGROUP reads them (COUNT per stream named); thread-safe."""
+
+    def __init__(self, entries_per_shard: dict[int, int]) -> None:
+        self.lock = threading.Lock()
+        self.waiting = {
+            shard: [StreamEntry(shard, f"{i}-0", Member("t", f"s{shard}j{i}", 1), 0) for i in range(count)]
+            for shard, count in entries_per_shard.items()
+        }
+        self.reads: list[tuple[tuple[int, ...], int]] = []
+        self.failures: dict[int, list[BaseException]] = {}
+
+    def read_ready(self, shards: Sequence[int], count: int, block_ms: int) -> list[StreamEntry]:
+        with self.lock:
+            self.reads.append((tuple(shards), count))
+            for shard in shards:
+                if self.failures.get(shard):
+                    raise self.failures[shard].pop(0)
+            taken = []
+            for shard in shards:
+                taken += self.waiting[shard][:count]
+                self.waiting[shard] = self.waiting[shard][count:]
+        if not taken and block_ms:
+            time.sleep(block_ms / 1000)
+        return taken
+
+
+class Deliveries:
+    """Delivers each entry on a pool after a short hold, tracking how many were taken but not finished."""
+
+    def __init__(self, capacity: Capacity, workers: int, hold_s: float = 0.003) -> None:
+        self.capacity = capacity
+        self.pool = ThreadPoolExecutor(max_workers=workers)
+        self.hold_s = hold_s
+        self.lock = threading.Lock()
+        self.outstanding = 0
+        self.most_outstanding = 0
+        self.done: list[StreamEntry] = []
+
+    def deliver(self, entry: StreamEntry) -> None:
+        with self.lock:
+            self.outstanding += 1
+            self.most_outstanding = max(self.most_outstanding, self.outstanding)
+        self.pool.submit(self._run, entry)
+
+    def _run(self, entry: StreamEntry) -> None:
+        time.sleep(self.hold_s)
+        with self.lock:
+            self.outstanding -= 1
+            self.done.append(entry)
+        self.capacity.give(1)
+
+
+def run_readers(streams: StreamsInMemory, shards: list[int], slots: int, run_ms: int) -> Deliveries:
+    clock = SystemClock()
+    capacity = Capacity(slots)
+    deliveries = Deliveries(capacity, workers=slots)
+    readers = ShardReaders(streams, clock, NullMetrics(), shards, capacity, deliveries.deliver)  # type: ignore[arg-type]
+    readers.start(clock.now_ms() + run_ms, block_ms=20)
+    assert readers.join(timeout_s=run_ms / 1000 + 5)
+    deliveries.pool.shutdown(wait=True)
+    readers.raise_failure()
+    return deliveries
+
+
+def test_given_four_busy_shards_when_read_then_taken_entries_never_exceed_the_free_slots() -> None:
+    streams = StreamsInMemory({shard: 60 for shard in range(4)})
+
+    deliveries = run_readers(streams, [0, 1, 2, 3], slots=8, run_ms=600)
+
+    assert len(deliveries.done) == 240
+    # One XREADGROUP over four streams took COUNT from each: up to 4 x the free slots at once.
+    assert deliveries.most_outstanding <= 8
+    assert {len(shards) for shards, _ in streams.reads} == {1}
+    assert max(count for _, count in streams.reads) <= 8
+
+
+def test_given_three_quiet_shards_when_one_is_busy_then_its_reader_gets_the_slots_they_do_not_hold() -> None:
+    streams = StreamsInMemory({0: 0, 1: 0, 2: 0, 3: 200})
+
+    deliveries = run_readers(streams, [0, 1, 2, 3], slots=8, run_ms=800)
+
+    assert len(deliveries.done) == 200
+    # Each quiet reader blocks holding one slot, so the busy one reads with up to 8 - 3 at once.
+    assert max(count for shards, count in streams.reads if shards == (3,)) >= 5
+
+
+def test_given_redis_blip_on_one_shard_when_read_then_that_reader_backs_off_and_the_others_go_on() -> None:
+    streams = StreamsInMemory({0: 20, 1: 20})
+    streams.failures[1] = [IndexUnavailable("redis is unavailable") for _ in range(2)]
+
+    deliveries = run_readers(streams, [0, 1], slots=4, run_ms=1_000)
+
+    assert sorted(e.member.job_id for e in deliveries.done) == sorted(
+        [f"s0j{i}" for i in range(20)] + [f"s1j{i}" for i in range(20)]
+    )
+
+
+def test_given_a_bug_in_one_shards_read_when_read_then_every_reader_stops_and_it_is_raised() -> None:
+    streams = StreamsInMemory({0: 0, 1: 0})
+    streams.failures[0] = [RuntimeError("a bug in the read")]
+
+    with pytest.raises(RuntimeError, match="a bug in the read"):
+        run_readers(streams, [0, 1], slots=4, run_ms=10_000)
+    assert not [t for t in threading.enumerate() if t.name.startswith("read-")]
