@@ -49,6 +49,7 @@ from hookline.ports import (
     RebuildMarkStore,
     ScheduleAdminStore,
     ScheduleStore,
+    ShardCountRecord,
 )
 from tests.fakes.index import FakeIndex
 from tests.fakes.jobs import FakeJobStore
@@ -277,8 +278,8 @@ class TransactionFaults(Protocol):
         ...
 
 
-class KeyStore(KeyReader, Protocol):
-    """The key reader, and the writer of key records tests need."""
+class KeyStore(KeyReader, ShardCountRecord, Protocol):
+    """The key reader, the shard count record, and the writer of key records tests need."""
 
     def put_key(self, record: KeyRecord) -> None:
         """Stores a key record."""

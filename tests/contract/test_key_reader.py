@@ -32,3 +32,16 @@ def test_given_no_secrets_when_put_only_if_missing_then_first_wins(dynamo_backen
     assert keys.put_signing_secrets(tenant, second, NOW) is True
     assert keys.get_signing_secrets(tenant) == second
     assert keys.get_key(f"tenant#{tenant}") is None  # the tenant item is not a key
+
+
+def test_given_a_shard_count_recorded_when_a_lower_one_is_recorded_then_the_larger_stays(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    keys = dynamo_backend.keys
+    # The suite's tables are shared, so the test starts from whatever count is recorded.
+    start = keys.record_shards(1, NOW)
+
+    assert keys.record_shards(start + 3, NOW + 1) == start + 3
+    assert keys.record_shards(start + 1, NOW + 2) == start + 3
+    assert keys.record_shards(start + 4, NOW + 3) == start + 4
+    assert keys.get_key("deployment#shards") is None  # the record is not a key

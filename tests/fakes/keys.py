@@ -15,6 +15,7 @@ class FakeKeyStore:
         self._lock = threading.Lock()
         self.keys: dict[str, KeyRecord] = {}
         self.secrets: dict[str, SigningSecrets] = {}
+        self.shards = 0  # the deployment's recorded shard count (0: none recorded yet)
         self._faults = Faults(dynamo_down)
 
     @property
@@ -50,6 +51,13 @@ class FakeKeyStore:
                 return False
             self.secrets[tenant] = secrets
             return True
+
+    @port_call
+    def record_shards(self, shards: int, now_ms: int) -> int:
+        """Records shards unless as many or more are recorded; returns the count recorded now."""
+        with self._lock:
+            self.shards = max(self.shards, shards)
+            return self.shards
 
 
 class StaticSecrets:
