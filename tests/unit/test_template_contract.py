@@ -235,17 +235,48 @@ def test_given_default_parameters_when_settings_read_them_then_tunables_equal_co
         assert getattr(deployed, field) == getattr(default, field), field
 
 
+KEYS_TABLE = {"Fn::GetAtt": ["ApiKeysTable", "Arn"]}
+UNINDEXED_KEYS = [f"{tables.UNINDEXED_KEY_PREFIX}*"]
+
+
+def keys_table_statements(template: dict[str, Any], function_id: str) -> list[dict[str, Any]]:
+    """Returns the function's own statements on the API keys table (not its managed policies)."""
+    policies = template["Resources"][function_id]["Properties"]["Policies"]
+    statements = [st for policy in policies if "Statement" in policy for st in policy["Statement"]]
+    return [st for st in statements if st["Resource"] == KEYS_TABLE]
+
+
 @pytest.mark.parametrize("function_id", ["PromoteFunction", "ReapFunction"])
 def test_given_shard_count_policy_when_compared_with_tables_module_then_it_names_only_its_item(
     template: dict[str, Any], function_id: str
 ) -> None:
-    policies = template["Resources"][function_id]["Properties"]["Policies"]
-    statements = [st for policy in policies if "Statement" in policy for st in policy["Statement"]]
-    on_keys_table = [st for st in statements if st["Resource"] == {"Fn::GetAtt": ["ApiKeysTable", "Arn"]}]
+    on_keys_table = keys_table_statements(template, function_id)
 
-    assert [st["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"] for st in on_keys_table] == [
-        [tables.SHARD_COUNT_KEY]
+    assert [
+        st["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"]
+        for st in on_keys_table
+        if "ForAllValues:StringEquals" in st["Condition"]
+    ] == [[tables.SHARD_COUNT_KEY]]
+
+
+@pytest.mark.parametrize(
+    ("function_id", "actions"),
+    [
+        ("SubmitFunction", ["dynamodb:UpdateItem"]),
+        ("PromoteFunction", ["dynamodb:UpdateItem"]),
+        ("ReapFunction", ["dynamodb:BatchGetItem", "dynamodb:DeleteItem"]),
+    ],
+)
+def test_given_unindexed_notes_when_compared_with_tables_module_then_writers_note_and_the_reaper_clears(
+    template: dict[str, Any], function_id: str, actions: list[str]
+) -> None:
+    on_notes = [
+        st
+        for st in keys_table_statements(template, function_id)
+        if st["Condition"].get("ForAllValues:StringLike", {}).get("dynamodb:LeadingKeys") == UNINDEXED_KEYS
     ]
+
+    assert [st["Action"] for st in on_notes] == [actions]
 
 
 def test_given_fan_out_variable_when_compared_with_execute_function_then_names_match(

@@ -18,6 +18,7 @@ from redis.retry import Retry
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
+from hookline.adapters.dynamo.unindexed import DynamoUnindexedLog
 from hookline.adapters.http.client import HttpCallbackClient
 from hookline.adapters.http.safety import check_url
 from hookline.adapters.lambda_launcher import LambdaLauncher
@@ -171,6 +172,11 @@ class Container:
         return Authenticator(self.keys, self.clock)
 
     @cached_property
+    def unindexed(self) -> DynamoUnindexedLog:
+        """Jobs written while Redis failed them, noted in the API keys table for the reaper."""
+        return DynamoUnindexedLog(self.dynamodb, self.settings.api_keys_table)
+
+    @cached_property
     def submitter(self) -> JobSubmitter:
         """The submit use case."""
         allow_loopback = self.settings.allow_loopback
@@ -182,12 +188,15 @@ class Container:
             self.settings.shards,
             self.metrics,
             stats=self.stats,
+            unindexed=self.unindexed,
         )
 
     @cached_property
     def manager(self) -> JobManager:
         """The job administration use cases (read, list, cancel, replay)."""
-        return JobManager(self.jobs, self.index, self.clock, self.metrics, stats=self.stats)
+        return JobManager(
+            self.jobs, self.index, self.clock, self.metrics, stats=self.stats, unindexed=self.unindexed
+        )
 
     @cached_property
     def promoter(self) -> Promoter:
@@ -284,6 +293,7 @@ class Container:
                 self.index,
                 self.clock,
                 longest_lease_ms=constants.LONGEST_ATTEMPT_MS,
+                unindexed=self.unindexed,
             ),
             schedules=ScheduleReconciler(self.schedule_store, self.index, self.clock),
             stats=self.stats,

@@ -44,6 +44,8 @@ TENANT_ITEM_PREFIX = "tenant#"
 # holds `shards`, the most shards the engine has run with (usecases/shards.py).
 DEPLOYMENT_ITEM_PREFIX = "deployment#"
 SHARD_COUNT_KEY = f"{DEPLOYMENT_ITEM_PREFIX}shards"
+# One item per shard (adapters/dynamo/unindexed.py): jobs written while Redis did not answer.
+UNINDEXED_KEY_PREFIX = f"{DEPLOYMENT_ITEM_PREFIX}unindexed#"
 RESERVED_KEY_PREFIXES = (TENANT_ITEM_PREFIX, DEPLOYMENT_ITEM_PREFIX)
 
 
@@ -60,6 +62,11 @@ def idempotency_sk(key: str) -> str:
 def execution_pk(tenant: str, job_id: str) -> str:
     """Returns the partition key of a job's execution items."""
     return f"{tenant}#{job_id}"
+
+
+def unindexed_key(shard: int) -> str:
+    """Returns the key id of a shard's note of jobs written while Redis did not answer."""
+    return f"{UNINDEXED_KEY_PREFIX}{shard}"
 
 
 def tenant_item_key(tenant: str) -> str:
