@@ -13,7 +13,7 @@ import threading
 from collections import Counter
 
 from bench.compare.dynamo_units import item_size, read_units, write_units
-from hookline.adapters.dynamo import codec
+from hookline.adapters.dynamo import codec, tables
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.keys import KeyRecord, SigningSecrets
 from hookline.domain.models import Execution, Job, JobStatus, Member
@@ -57,7 +57,7 @@ class DynamoMeter:
 
 def job_bytes(job: Job) -> int:
     """Returns the size of the job's item as the adapter stores it."""
-    return item_size(codec.job_to_item(job))
+    return item_size(codec.job_to_item(job, tables.Keyspace()))
 
 
 class MeteredJobStore:

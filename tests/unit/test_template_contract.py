@@ -509,10 +509,13 @@ def test_given_live_job_and_schedule_when_read_from_live_index_then_only_what_re
         created_ms=1_699_000_000_000,
         updated_ms=1_699_500_000_000,
     )
-    dynamodb.put_item(TableName=NAMES["JobsTable"], Item=codec.job_to_item(job))
+    keyspace = tables.Keyspace()
+    dynamodb.put_item(TableName=NAMES["JobsTable"], Item=codec.job_to_item(job, keyspace))
     dynamodb.put_item(TableName=NAMES["JobsTable"], Item=schedule_to_item(schedule, 1_700_000_300_000))
 
-    jobs_page, _ = codec.live_index_page(dynamodb, NAMES["JobsTable"], "0", None, 10)
+    jobs_page, _ = codec.live_index_page(
+        dynamodb, NAMES["JobsTable"], keyspace.live_pk(0, job.job_id), None, 10
+    )
     schedules_page, _ = codec.live_index_page(dynamodb, NAMES["JobsTable"], cron_live_shard(0), None, 10)
 
     [job_item] = jobs_page
