@@ -138,8 +138,12 @@ class DynamoKeyStore:
     def record_buckets(self, buckets: int, now_ms: int) -> int:
         """Records buckets as the jobs table's bucket count unless one is recorded; returns the one recorded.
 
-        One conditional put, so concurrent first starts agree (the first wins, the others read it).
+        A read first (every start after the first one costs only that), then one conditional put, so
+        concurrent first starts agree: the first put wins, the others read it.
         """
+        recorded = self.recorded_buckets()
+        if recorded is not None:
+            return recorded
         try:
             self._client.put_item(
                 TableName=self._table,
