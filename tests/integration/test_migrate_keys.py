@@ -152,12 +152,12 @@ def test_given_a_table_before_buckets_when_migrated_then_every_job_marker_and_li
         Container(dataclasses.replace(settings, job_buckets=4)).check_buckets()
 
     # Another count: the same command moves the items again, and the functions then start with it.
-    for name, value in (
+    for name, text in (
         ("HOOKLINE_JOBS_TABLE", settings.jobs_table),
         ("HOOKLINE_API_KEYS_TABLE", settings.api_keys_table),
         ("HOOKLINE_AWS_ENDPOINT", str(settings.aws_endpoint_url)),
     ):
-        monkeypatch.setenv(name, value)
+        monkeypatch.setenv(name, text)
     assert main(["migrate-keys", "--buckets", "4"]) == 0
     four = stores(settings, 4)
     assert {j.job_id for j in four.list_jobs("globex", None, None, 100)[0]} == {
