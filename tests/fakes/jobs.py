@@ -62,6 +62,9 @@ class FakeJobStore:
         self._attempts = transaction_attempts
         self._faults = Faults(dynamo_down)
         self.transactions = TransactionCancellations()
+        # The Query requests the adapter would have sent for the same reads (one per bucket or partition
+        # page), for the bench's meter.
+        self.queries = 0
 
     @property
     def faults(self) -> Faults:
@@ -286,6 +289,7 @@ class FakeJobStore:
         keyspace = t.keyspace
 
         def fetch(partition: str, start_key: Any, page_size: int) -> tuple[list[LiveJob], Any]:
+            self.queries += 1
             rows = sorted(
                 (sk, keyspace.job_pk(tenant, job_id), tables.job_sk(job_id), tenant, job_id)
                 for (tenant, job_id), (live_pk, sk) in t.live.items()
@@ -336,6 +340,7 @@ class FakeJobStore:
         keyspace = t.keyspace
 
         def fetch(bucket: int, after: str | None, page_size: int) -> paging.BucketPage[Job]:
+            self.queries += 1
             pk = tables.bucket_pk(tenant, bucket)
             ids = sorted(
                 (jid for (owner, jid) in t.jobs if owner == tenant and keyspace.job_pk(owner, jid) == pk),
