@@ -42,6 +42,7 @@ from hookline.ports import (
     CronIndex,
     DueIndex,
     JobAdminStore,
+    JobBucketRecord,
     JobStore,
     KeyReader,
     Limiters,
@@ -278,8 +279,8 @@ class TransactionFaults(Protocol):
         ...
 
 
-class KeyStore(KeyReader, ShardCountRecord, Protocol):
-    """The key reader, the shard count record, and the writer of key records tests need."""
+class KeyStore(KeyReader, ShardCountRecord, JobBucketRecord, Protocol):
+    """The key reader, the shard and bucket count records, and the writer of key records tests need."""
 
     def put_key(self, record: KeyRecord) -> None:
         """Stores a key record."""

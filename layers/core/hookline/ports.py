@@ -199,6 +199,14 @@ class ShardCountRecord(Protocol):
         ...
 
 
+class JobBucketRecord(Protocol):
+    """The job bucket count the jobs table's items are written with (DynamoDB, the API keys table)."""
+
+    def record_buckets(self, buckets: int, now_ms: int) -> int:
+        """Records buckets unless a count is recorded; returns the count recorded now."""
+        ...
+
+
 class DueIndex(Protocol):
     """The due-time index: members waiting for their time, promoted onto the ready stream when due (Redis)."""
 

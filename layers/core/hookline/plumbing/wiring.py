@@ -18,6 +18,7 @@ from redis.retry import Retry
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
+from hookline.adapters.dynamo.tables import Keyspace
 from hookline.adapters.dynamo.unindexed import DynamoUnindexedLog
 from hookline.adapters.http.client import HttpCallbackClient
 from hookline.adapters.http.safety import check_url
@@ -39,7 +40,7 @@ from hookline.usecases.reap import Reaper
 from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.scale import ExecutorScaler, FanOutPolicy, NoLauncher
 from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
-from hookline.usecases.shards import check_shard_count
+from hookline.usecases.shards import check_bucket_count, check_shard_count
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline.usecases.submit import JobSubmitter
 
@@ -131,6 +132,23 @@ class Container:
         """
         return check_shard_count(self.keys, self.settings.shards, self.clock)
 
+    def check_buckets(self) -> Keyspace:
+        """Checks the jobs table's bucket count now (see keyspace); raises JobBucketsChanged."""
+        return self.keyspace
+
+    @cached_property
+    def keyspace(self) -> Keyspace:
+        """Where each item of the jobs table lives, for the deployment's job bucket count.
+
+        Built on the first use of a store of the jobs table, after checking the count against the one
+        recorded (the first start records it): with another count it raises JobBucketsChanged, and again at
+        every later use, instead of answering 404 for every existing job and never reconciling them. The
+        engine functions check at their cold start (check_buckets); the API at its first job or schedule
+        request (a 500 naming the reason).
+        """
+        check_bucket_count(self.keys, self.settings.job_buckets, self.clock)
+        return Keyspace(self.settings.job_buckets)
+
     @cached_property
     def redis(self) -> redis.Redis:
         """The Redis client."""
@@ -159,6 +177,7 @@ class Container:
             self.settings.jobs_table,
             self.settings.executions_table,
             lease_ms=self.settings.lease_ms,
+            keyspace=self.keyspace,
         )
 
     @cached_property
@@ -213,7 +232,7 @@ class Container:
     @cached_property
     def schedule_store(self) -> DynamoScheduleStore:
         """Schedule items, their instances and listings in the jobs table."""
-        return DynamoScheduleStore(self.dynamodb, self.settings.jobs_table)
+        return DynamoScheduleStore(self.dynamodb, self.settings.jobs_table, self.keyspace)
 
     @cached_property
     def cron(self) -> CronRunner:
