@@ -363,6 +363,9 @@ def test_given_execute_timeout_when_longest_callback_must_fit_then_one_executor_
     # remaining time (RESERVE_MS in functions/execute/app.py).
     claiming_window_s = timeout_s - constants.MAX_TIMEOUT_S - constants.ATTEMPT_WRAP_UP_S
     assert claiming_window_s > rate_s
+    # The fan-out counts a started executor as running for its claiming window.
+    assert timeout_s == constants.EXECUTE_FUNCTION_TIMEOUT_S
+    assert claiming_window_s * 1000 == constants.EXECUTOR_READ_MS
 
 
 # --- layer ----------------------------------------------------------------------------------------

@@ -306,9 +306,12 @@ class Container:
     @cached_property
     def fan_out(self) -> ExecutorScaler:
         """The fan-out use case: more executors while the ready streams back up."""
-        policy = FanOutPolicy(backlog_per_executor=2 * self.settings.executor_concurrency)
+        policy = FanOutPolicy(
+            backlog_per_executor=2 * self.settings.executor_concurrency,
+            max_executors=self.settings.max_executors,
+        )
         return ExecutorScaler(
-            self.index, self.clock, self.shards, self.executor_launcher, self.metrics, policy
+            self.index, self.clock, self.shards, self.executor_launcher, self.metrics, self.index, policy
         )
 
     def close(self) -> None:
