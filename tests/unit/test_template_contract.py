@@ -229,6 +229,7 @@ def test_given_default_parameters_when_settings_read_them_then_tunables_equal_co
         "heartbeat_ms",
         "recover_every_ms",
         "promoter_max_sleep_ms",
+        "max_executors",
         "tenant_max_concurrency",
         "aws_endpoint_url",
     ):
