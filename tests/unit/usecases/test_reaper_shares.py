@@ -7,6 +7,8 @@ what it lost takes far longer than a run. The other shards' pages take no time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hookline.domain.clock import FrozenClock
 from hookline.domain.models import Job
 from hookline.domain.reconcile import LiveJob
@@ -44,8 +46,11 @@ class SlowShardStore(FakeJobStore):
         return page
 
 
-def reaper(world: World, store: FakeJobStore, page: int = 1) -> Reaper:
-    """Returns a reaper over every shard whose reconciler reads `page` live jobs at a time from store."""
+def reaper(
+    world: World, store: FakeJobStore, page: int = 1, sleep: Callable[[float], None] | None = None
+) -> Reaper:
+    """Returns a reaper over every shard whose reconciler reads `page` live jobs at a time from store, its
+    sleeps spending the frozen clock (or calling sleep)."""
     redis = world.redis("reaper")
     return Reaper(
         store,
@@ -57,7 +62,7 @@ def reaper(world: World, store: FakeJobStore, page: int = 1) -> Reaper:
         redeliver_after_ms=REDELIVER_AFTER_MS,
         max_deliveries=MAX_DELIVERIES,
         jobs=JobReconciler(store, redis, redis, world.clock, page=page),
-        sleep=world.sleep,
+        sleep=sleep or world.sleep,
     )
 
 
@@ -185,3 +190,25 @@ def test_given_one_shards_node_down_for_the_whole_run_when_reaped_then_the_other
     assert indexed(world, lost[0][0]) and indexed(world, lost[2][0])
     assert not indexed(world, lost[DOWN_SHARD][0])
     assert world.clock.now_ms() == start + RUN_MS  # shard 1 was tried, backing off, until the deadline
+
+
+def test_given_redis_flushed_while_watching_then_a_huge_shard_does_not_hold_up_the_others_rebuild() -> None:
+    world = World(shards=SHARDS)
+    reaper(world, world.store, page=100).run(world.clock.now_ms() + RUN_MS)  # first rebuilds: all settled
+    later = {shard: submit_on(world, shard, 1 if shard else 30, delay_s=3_600) for shard in range(SHARDS)}
+    flushed: list[int] = []
+
+    def sleep(seconds: float) -> None:
+        if not flushed:
+            world.memory.flushall()  # a fail-over to an empty replica, during the first interval
+            flushed.append(world.clock.now_ms())
+        world.sleep(seconds)
+
+    slow = reaper(world, SlowShardStore(world), sleep=sleep)
+
+    report = slow.watch(world.clock.now_ms() + RUN_MS)
+
+    assert flushed
+    assert sorted(report.rebuilt) == [1, 2]  # within the check that saw the flush
+    assert report.reconcile_complete[SLOW_SHARD] is False
+    assert indexed(world, later[1][0]) and indexed(world, later[2][0])
