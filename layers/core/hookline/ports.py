@@ -360,8 +360,8 @@ class CronIndex(Protocol):
 class CronPass(Protocol):
     """Fires due cron schedules; runs inside every promoter tick (usecases/cron.py CronRunner)."""
 
-    def tick(self, now_ms: int) -> TickResult:
-        """Handles one batch of due schedules: moved = instances created, next_due_ms = next fire."""
+    def tick_shard(self, shard: int, now_ms: int) -> TickResult:
+        """Handles one batch of a shard's due schedules: moved = instances made, next_due_ms = next fire."""
         ...
 
 
