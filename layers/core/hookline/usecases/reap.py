@@ -83,12 +83,12 @@ class Reaper:
     def run(self, deadline_ms: int) -> ReapReport:
         """Re-delivers, tidies and reconciles every shard, each in its own share of the time to deadline_ms.
 
-        Shards are worked in rounds (_share): in a round each shard not yet done gets the
-        time left divided by the shards left in the round, so a shard with a huge backlog to re-deliver
-        or reconcile takes at most its share before the others get theirs, and what a quick shard leaves
-        goes to those after it. Shards cut short are worked again in the next round, with what the first
-        one left over, going on where they stopped (the re-delivery scan from its cursor, the reconcile
-        scan from the cursor it keeps in Redis). Each run starts one shard further on, so the same shard
+        Shards are worked in rounds (_share): in a round each shard not yet done gets the time left
+        divided by the shards left in the round, so a shard with a huge backlog to re-deliver or
+        reconcile takes at most its share before the others get theirs, and what a quick shard leaves
+        goes to those after it. Shards cut short are worked again in the next round, with what the round
+        before left over, going on where they stopped (the re-delivery scan from its cursor, the
+        reconcile scan from the cursor it keeps in Redis). Each run starts one shard further on, so the same shard
         is not always the last. A Redis blip does not end the run: the shard at hand is tried again after
         a back-off (100 ms doubling to 1 s) within its share; every step is idempotent, so a repeat is
         harmless.
