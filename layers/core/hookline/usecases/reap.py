@@ -88,10 +88,10 @@ class Reaper:
         reconcile takes at most its share before the others get theirs, and what a quick shard leaves
         goes to those after it. Shards cut short are worked again in the next round, with what the round
         before left over, going on where they stopped (the re-delivery scan from its cursor, the
-        reconcile scan from the cursor it keeps in Redis). Each run starts one shard further on, so the same shard
-        is not always the last. A Redis blip does not end the run: the shard at hand is tried again after
-        a back-off (100 ms doubling to 1 s) within its share; every step is idempotent, so a repeat is
-        harmless.
+        reconcile scan from the cursor it keeps in Redis). Each run starts one shard further on, so the
+        same shard is not always the last. A Redis blip does not end the run: the shard at hand is tried
+        again after a back-off (100 ms doubling to 1 s) within its share; every step is idempotent, so a
+        repeat is harmless.
         """
         report = ReapReport()
         recovered = Recovered()
