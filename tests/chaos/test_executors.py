@@ -52,14 +52,6 @@ def kill_busiest(world: World) -> Kill:
     return Kill(at_ms, pid, live)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "issue 10 open: a killed executor's jobs came back after 18.7 s with the machine's load "
-        "average at 6-12 (target 15 s; 9.96 s measured alone in "
-        "tests/integration/test_executor_crash.py); 0 lost, 2 duplicates of 13 in flight"
-    ),
-)
 def test_executors_sigkilled_during_1000_jobs(make_world: MakeWorld, record: Record) -> None:
     """Three SIGKILLs of the busiest executor while 1,000 jobs fall due, at production timings.
 

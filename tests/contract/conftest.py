@@ -43,6 +43,7 @@ from hookline.ports import (
     DueIndex,
     ExecutorLedger,
     JobAdminStore,
+    JobBucketRecord,
     JobStore,
     KeyReader,
     Limiters,
@@ -287,8 +288,8 @@ class TransactionFaults(Protocol):
         ...
 
 
-class KeyStore(KeyReader, ShardCountRecord, Protocol):
-    """The key reader, the shard count record, and the writer of key records tests need."""
+class KeyStore(KeyReader, ShardCountRecord, JobBucketRecord, Protocol):
+    """The key reader, the shard and bucket count records, and the writer of key records tests need."""
 
     def put_key(self, record: KeyRecord) -> None:
         """Stores a key record."""

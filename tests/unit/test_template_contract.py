@@ -236,17 +236,61 @@ def test_given_default_parameters_when_settings_read_them_then_tunables_equal_co
         assert getattr(deployed, field) == getattr(default, field), field
 
 
-@pytest.mark.parametrize("function_id", ["PromoteFunction", "ReapFunction"])
-def test_given_shard_count_policy_when_compared_with_tables_module_then_it_names_only_its_item(
-    template: dict[str, Any], function_id: str
-) -> None:
+KEYS_TABLE = {"Fn::GetAtt": ["ApiKeysTable", "Arn"]}
+UNINDEXED_KEYS = [f"{tables.UNINDEXED_KEY_PREFIX}*"]
+
+
+def keys_table_statements(template: dict[str, Any], function_id: str) -> list[dict[str, Any]]:
+    """Returns the function's own statements on the API keys table (not its managed policies)."""
     policies = template["Resources"][function_id]["Properties"]["Policies"]
     statements = [st for policy in policies if "Statement" in policy for st in policy["Statement"]]
-    on_keys_table = [st for st in statements if st["Resource"] == {"Fn::GetAtt": ["ApiKeysTable", "Arn"]}]
+    return [st for st in statements if st["Resource"] == KEYS_TABLE]
 
-    assert [st["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"] for st in on_keys_table] == [
-        [tables.SHARD_COUNT_KEY]
+
+@pytest.mark.parametrize("function_id", ["PromoteFunction", "ReapFunction"])
+def test_given_shard_count_policy_when_compared_with_tables_module_then_it_names_only_the_count_items(
+    template: dict[str, Any], function_id: str
+) -> None:
+    on_keys_table = keys_table_statements(template, function_id)
+
+    assert [
+        st["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"]
+        for st in on_keys_table
+        if "ForAllValues:StringEquals" in st["Condition"]
+    ] == [[tables.SHARD_COUNT_KEY, tables.BUCKET_COUNT_KEY]]
+
+
+def test_given_the_api_function_when_it_is_the_first_to_start_then_it_may_record_the_bucket_count(
+    template: dict[str, Any],
+) -> None:
+    on_keys_table = keys_table_statements(template, "SubmitFunction")
+
+    assert [
+        st["Action"]
+        for st in on_keys_table
+        if st["Condition"].get("ForAllValues:StringEquals", {}).get("dynamodb:LeadingKeys")
+        == [tables.BUCKET_COUNT_KEY]
+    ] == [["dynamodb:PutItem"]]
+
+
+@pytest.mark.parametrize(
+    ("function_id", "actions"),
+    [
+        ("SubmitFunction", ["dynamodb:UpdateItem"]),
+        ("PromoteFunction", ["dynamodb:UpdateItem"]),
+        ("ReapFunction", ["dynamodb:BatchGetItem", "dynamodb:DeleteItem"]),
+    ],
+)
+def test_given_unindexed_notes_when_compared_with_tables_module_then_writers_note_and_the_reaper_clears(
+    template: dict[str, Any], function_id: str, actions: list[str]
+) -> None:
+    on_notes = [
+        st
+        for st in keys_table_statements(template, function_id)
+        if st["Condition"].get("ForAllValues:StringLike", {}).get("dynamodb:LeadingKeys") == UNINDEXED_KEYS
     ]
+
+    assert [st["Action"] for st in on_notes] == [actions]
 
 
 def test_given_fan_out_variable_when_compared_with_execute_function_then_names_match(
@@ -513,10 +557,13 @@ def test_given_live_job_and_schedule_when_read_from_live_index_then_only_what_re
         created_ms=1_699_000_000_000,
         updated_ms=1_699_500_000_000,
     )
-    dynamodb.put_item(TableName=NAMES["JobsTable"], Item=codec.job_to_item(job))
+    keyspace = tables.Keyspace()
+    dynamodb.put_item(TableName=NAMES["JobsTable"], Item=codec.job_to_item(job, keyspace))
     dynamodb.put_item(TableName=NAMES["JobsTable"], Item=schedule_to_item(schedule, 1_700_000_300_000))
 
-    jobs_page, _ = codec.live_index_page(dynamodb, NAMES["JobsTable"], "0", None, 10)
+    jobs_page, _ = codec.live_index_page(
+        dynamodb, NAMES["JobsTable"], keyspace.live_pk(0, job.job_id), None, 10
+    )
     schedules_page, _ = codec.live_index_page(dynamodb, NAMES["JobsTable"], cron_live_shard(0), None, 10)
 
     [job_item] = jobs_page

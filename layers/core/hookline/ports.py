@@ -26,7 +26,7 @@ from hookline.domain.delivery import (
 )
 from hookline.domain.keys import KeyRecord, SigningSecrets
 from hookline.domain.models import Execution, Job, JobStatus, Member
-from hookline.domain.reconcile import LiveJob, RebuildMarks
+from hookline.domain.reconcile import LiveJob, RebuildMarks, UnindexedJobs
 from hookline.domain.stats import Outcome
 
 # Checks that a callback URL may be called (raises UnsafeUrl or UnresolvedHost); returns nothing useful.
@@ -200,6 +200,14 @@ class ShardCountRecord(Protocol):
         ...
 
 
+class JobBucketRecord(Protocol):
+    """The job bucket count the jobs table's items are written with (DynamoDB, the API keys table)."""
+
+    def record_buckets(self, buckets: int, now_ms: int) -> int:
+        """Records buckets unless a count is recorded; returns the count recorded now."""
+        ...
+
+
 class DueIndex(Protocol):
     """The due-time index: members waiting for their time, promoted onto the ready stream when due (Redis)."""
 
@@ -303,6 +311,26 @@ class RebuildMarkStore(Protocol):
 
     def finish_rebuild(self, shard: int, epoch: str) -> None:
         """Records a complete rebuild of the shard in epoch."""
+        ...
+
+
+class UnindexedLog(Protocol):
+    """Jobs written to DynamoDB whose Redis index write failed (DynamoDB: it must outlive the Redis outage).
+
+    Without it such a job waits for the reaper's next due scan (up to a minute, or until it falls due); with
+    it the reaper, which checks the log every second, indexes it about a second after Redis answers again.
+    """
+
+    def note_unindexed(self, member: Member, shard: int, due_ms: int, now_ms: int) -> None:
+        """Notes a job whose index write failed (once the note is full: that the shard overflowed)."""
+        ...
+
+    def unindexed(self, shards: Sequence[int]) -> list[UnindexedJobs]:
+        """Returns the notes of the given shards that hold anything."""
+        ...
+
+    def clear_unindexed(self, shard: int, version: int) -> bool:
+        """Deletes the shard's note if it is still at version; False when a newer note arrived meanwhile."""
         ...
 
 

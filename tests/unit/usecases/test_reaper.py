@@ -257,8 +257,8 @@ def test_given_redis_down_until_the_deadline_when_reaping_then_it_returns_at_the
 
     assert (report.redelivered, report.reconcile_complete) == (0, {0: False})
     assert world.clock.now_ms() == deadline  # the last back-off is cut short at the deadline
-    # 100 + 200 + 400 + 800 + 1 000 + 1 000 + 1 000 + the last 500 ms: eight tries, then the deadline.
-    assert world.metrics.counts["IndexUnavailable"] == 8
+    # 100 + 200 + 400 + eight times 500 + the last 300 ms: twelve tries, then the deadline.
+    assert world.metrics.counts["IndexUnavailable"] == 12
     assert world.state()["pending"] == [(member(job), "doomed", 1)]
 
 

@@ -33,6 +33,7 @@ from tests.fakes.keys import StaticSecrets
 from tests.fakes.metrics import RecordingMetrics
 from tests.fakes.redis_memory import RedisMemory
 from tests.fakes.tables import JobsTables
+from tests.fakes.unindexed import FakeUnindexedLog
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 TENANT = "acme"
@@ -67,6 +68,7 @@ class World:
         self.memory = RedisMemory(self.clock)
         self.store = FakeJobStore(self.tables, lease_ms=LEASE_MS)
         self.index = self.redis("submitter")
+        self.unindexed = FakeUnindexedLog()
         self._executors: dict[str, tuple[FakeIndex, Executor]] = {}
 
     def redis(self, consumer: str) -> FakeIndex:
@@ -79,7 +81,15 @@ class World:
 
     def submitter(self) -> JobSubmitter:
         """Returns the submit use case (every URL allowed)."""
-        return JobSubmitter(self.store, self.index, self.clock, lambda url: None, self.shards, self.metrics)
+        return JobSubmitter(
+            self.store,
+            self.index,
+            self.clock,
+            lambda url: None,
+            self.shards,
+            self.metrics,
+            unindexed=self.unindexed,
+        )
 
     def submit(self, **fields: Any) -> Job:
         """Submits a job to URL with quick, deterministic retries; returns it as stored."""
@@ -139,7 +149,7 @@ class World:
             self.metrics,
             redeliver_after_ms=REDELIVER_AFTER_MS,
             max_deliveries=MAX_DELIVERIES,
-            jobs=JobReconciler(store, redis, redis, self.clock),
+            jobs=JobReconciler(store, redis, redis, self.clock, unindexed=self.unindexed),
             sleep=sleep or self.sleep,
         )
 
@@ -160,7 +170,9 @@ class World:
 
     def manager(self, redis: FakeIndex | None = None, **options: Any) -> JobManager:
         """Returns the job administration use case."""
-        return JobManager(self.store, redis or self.index, self.clock, self.metrics, **options)
+        return JobManager(
+            self.store, redis or self.index, self.clock, self.metrics, unindexed=self.unindexed, **options
+        )
 
     def job(self, job: Job) -> Job:
         """Returns the job as the store holds it now."""

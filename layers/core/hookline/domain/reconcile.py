@@ -46,3 +46,28 @@ class RebuildMarks:
     def lost(self) -> bool:
         """Tells whether Redis lost its state since the last complete rebuild (or never had one)."""
         return self.epoch is None or self.epoch != self.rebuilt
+
+
+@dataclass(frozen=True)
+class UnindexedJob:
+    """A live job DynamoDB holds that a write could not index in Redis: its member and due time."""
+
+    member: Member
+    due_ms: int
+
+
+@dataclass(frozen=True)
+class UnindexedJobs:
+    """One shard's jobs written while Redis did not answer, noted so the reaper indexes them within seconds.
+
+    Attributes:
+        shard: The shard.
+        jobs: The jobs noted, when they fit the note (at most a bounded number).
+        overflow: More jobs were noted than fit: the reaper reads the shard's every live job instead.
+        version: Grows with every note, so the note is cleared only if nothing was added since it was read.
+    """
+
+    shard: int
+    jobs: tuple[UnindexedJob, ...]
+    overflow: bool
+    version: int

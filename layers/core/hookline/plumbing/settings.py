@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hookline.adapters.dynamo.tables import DEFAULT_JOB_BUCKETS
 from hookline.domain import constants
 from hookline.domain.leases import LeaseTiming
 
@@ -32,6 +33,10 @@ class Settings:
     aws_endpoint_url: str | None = None
     aws_region: str = "us-east-1"
     shards: int = 1
+    # A tenant's jobs spread over this many DynamoDB partition keys, and a shard's live index over as many
+    # (adapters/dynamo/tables.py Keyspace). Fixed per deployment: recorded at the first start, and the
+    # engine refuses another count (`hookline migrate-keys` moves the items to a new count).
+    job_buckets: int = DEFAULT_JOB_BUCKETS
     allow_loopback: bool = False
     executor_concurrency: int = 32
     # Leases, heartbeats and recovery (hookline.domain.leases.LeaseTiming checks the invariants between them).
@@ -97,6 +102,7 @@ class Settings:
             aws_endpoint_url=env.get("HOOKLINE_AWS_ENDPOINT") or None,
             aws_region=env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", default.aws_region)),
             shards=int(env.get("HOOKLINE_SHARDS", default.shards)),
+            job_buckets=int(env.get("HOOKLINE_JOB_BUCKETS", default.job_buckets)),
             allow_loopback=_flag(env.get("HOOKLINE_ALLOW_LOOPBACK")),
             executor_concurrency=int(env.get("HOOKLINE_EXECUTOR_CONCURRENCY", default.executor_concurrency)),
             redeliver_after_ms=int(env.get("HOOKLINE_REDELIVER_AFTER_MS", default.redeliver_after_ms)),

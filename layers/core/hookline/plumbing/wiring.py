@@ -18,6 +18,8 @@ from redis.retry import Retry
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
+from hookline.adapters.dynamo.tables import Keyspace
+from hookline.adapters.dynamo.unindexed import DynamoUnindexedLog
 from hookline.adapters.http.client import HttpCallbackClient
 from hookline.adapters.http.safety import check_url
 from hookline.adapters.lambda_launcher import LambdaLauncher
@@ -38,7 +40,7 @@ from hookline.usecases.reap import Reaper
 from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.scale import ExecutorScaler, FanOutPolicy, NoLauncher
 from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
-from hookline.usecases.shards import check_shard_count
+from hookline.usecases.shards import check_bucket_count, check_shard_count
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline.usecases.submit import JobSubmitter
 
@@ -150,6 +152,23 @@ class Container:
         """
         return check_shard_count(self.keys, self.settings.shards, self.clock)
 
+    def check_buckets(self) -> Keyspace:
+        """Checks the jobs table's bucket count now (see keyspace); raises JobBucketsChanged."""
+        return self.keyspace
+
+    @cached_property
+    def keyspace(self) -> Keyspace:
+        """Where each item of the jobs table lives, for the deployment's job bucket count.
+
+        Built on the first use of a store of the jobs table, after checking the count against the one
+        recorded (the first start records it): with another count it raises JobBucketsChanged, and again at
+        every later use, instead of answering 404 for every existing job and never reconciling them. The
+        engine functions check at their cold start (check_buckets); the API at its first job or schedule
+        request (a 500 naming the reason).
+        """
+        check_bucket_count(self.keys, self.settings.job_buckets, self.clock)
+        return Keyspace(self.settings.job_buckets)
+
     @cached_property
     def redis(self) -> redis.Redis:
         """The Redis client."""
@@ -178,6 +197,7 @@ class Container:
             self.settings.jobs_table,
             self.settings.executions_table,
             lease_ms=self.settings.lease_ms,
+            keyspace=self.keyspace,
         )
 
     @cached_property
@@ -191,6 +211,11 @@ class Container:
         return Authenticator(self.keys, self.clock)
 
     @cached_property
+    def unindexed(self) -> DynamoUnindexedLog:
+        """Jobs written while Redis failed them, noted in the API keys table for the reaper."""
+        return DynamoUnindexedLog(self.dynamodb, self.settings.api_keys_table)
+
+    @cached_property
     def submitter(self) -> JobSubmitter:
         """The submit use case."""
         allow_loopback = self.settings.allow_loopback
@@ -202,12 +227,15 @@ class Container:
             self.settings.shards,
             self.metrics,
             stats=self.stats,
+            unindexed=self.unindexed,
         )
 
     @cached_property
     def manager(self) -> JobManager:
         """The job administration use cases (read, list, cancel, replay)."""
-        return JobManager(self.jobs, self.index, self.clock, self.metrics, stats=self.stats)
+        return JobManager(
+            self.jobs, self.index, self.clock, self.metrics, stats=self.stats, unindexed=self.unindexed
+        )
 
     @cached_property
     def promoter(self) -> Promoter:
@@ -224,7 +252,7 @@ class Container:
     @cached_property
     def schedule_store(self) -> DynamoScheduleStore:
         """Schedule items, their instances and listings in the jobs table."""
-        return DynamoScheduleStore(self.dynamodb, self.settings.jobs_table)
+        return DynamoScheduleStore(self.dynamodb, self.settings.jobs_table, self.keyspace)
 
     @cached_property
     def cron(self) -> CronRunner:
@@ -304,6 +332,7 @@ class Container:
                 self.index,
                 self.clock,
                 longest_lease_ms=constants.LONGEST_ATTEMPT_MS,
+                unindexed=self.unindexed,
             ),
             schedules=ScheduleReconciler(self.schedule_store, self.index, self.clock),
             stats=self.stats,

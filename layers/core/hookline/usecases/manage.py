@@ -8,7 +8,16 @@ from dataclasses import dataclass, field
 from hookline.domain.errors import Conflict, HooklineError, StaleState
 from hookline.domain.models import Execution, Job, JobStatus
 from hookline.domain.stats import Outcome
-from hookline.ports import Clock, DueIndex, JobAdminStore, MetricsSink, NullStats, StatsRecorder
+from hookline.ports import (
+    Clock,
+    DueIndex,
+    JobAdminStore,
+    MetricsSink,
+    NullStats,
+    StatsRecorder,
+    UnindexedLog,
+)
+from hookline.usecases.indexing import index_or_note
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +61,11 @@ class JobManager:
         metrics: MetricsSink,
         replay_batch: int = MAX_REPLAY_BATCH,
         stats: StatsRecorder | None = None,
+        unindexed: UnindexedLog | None = None,
     ) -> None:
         self._store = store
         self._index = index
+        self._unindexed = unindexed
         self._clock = clock
         self._metrics = metrics
         self._replay_batch = replay_batch
@@ -105,12 +116,8 @@ class JobManager:
             job = self._store.replay(tenant, job_id, shard, now_ms)
         except StaleState as error:
             raise Conflict(str(error)) from error
-        try:
-            self._index.index(job.member(), job.shard, job.due_ms, now_ms)
-        except Exception:
-            # DynamoDB holds the job as live: the reaper's reconciliation indexes it once Redis answers.
-            logger.exception("indexing a replayed job failed", extra={"job_id": job_id})
-            self._metrics.count("IndexFailed")
+        # DynamoDB holds the job as live: if Redis fails, the reaper indexes it once Redis answers.
+        index_or_note(self._index, self._unindexed, self._metrics, job, now_ms)
         self._metrics.count("Replayed")
         self._stats.record(tenant, Outcome.REPLAYED, now_ms, job_id)
         return job

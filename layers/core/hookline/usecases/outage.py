@@ -1,4 +1,4 @@
-"""Waiting out a Redis blip inside a loop: back off 100 ms doubling to 1 s, then carry on."""
+"""Waiting out a Redis blip inside a loop: back off 100 ms doubling to 500 ms, then carry on."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hookline.ports import Clock, MetricsSink
 logger = logging.getLogger(__name__)
 
 FIRST_DELAY_MS = 100
-MAX_DELAY_MS = 1_000
+MAX_DELAY_MS = 500
 
 
 class Outage:

@@ -100,8 +100,8 @@ class Promoter:
         """Promotes until deadline_ms, sleeping until the next due time or a wake-up; returns jobs moved.
 
         `between` (the fan-out check) is called after every tick. A Redis blip does not end the run: the
-        loop backs off (100 ms doubling to 1 s) and goes on, so promotion resumes within about a second of
-        Redis answering again rather than at the next invocation. Due members wait in the ZSET meanwhile;
+        loop backs off (100 ms doubling to 500 ms) and goes on, so promotion resumes within half a second
+        of Redis answering again rather than at the next invocation. Due members wait in the ZSET meanwhile;
         what Redis lost, the reaper rebuilds.
         """
         total = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -90,7 +91,7 @@ class Reaper:
         before left over, going on where they stopped (the re-delivery scan from its cursor, the
         reconcile scan from the cursor it keeps in Redis). Each run starts one shard further on, so the
         same shard is not always the last. A Redis blip does not end the run: the shard at hand is tried
-        again after a back-off (100 ms doubling to 1 s) within its share; every step is idempotent, so a
+        again after a back-off (100 ms doubling to 500 ms) within its share; every step is idempotent, so a
         repeat is harmless.
         """
         report = ReapReport()
@@ -116,9 +117,17 @@ class Reaper:
 
         One check a second (a read of each shard's rebuild marks), so after a flush or a fail-over to an
         empty Redis the jobs that were in flight are indexed again within about a second, not at the next
-        scheduled run. Shards that lost their state together share the time as in run().
+        scheduled run. The same check indexes the jobs writers noted while Redis failed them (one read of
+        the notes, before the pass too), so a job accepted during an outage is indexed about a second
+        after Redis answers again. Shards that lost their state together share the time as in run().
         """
+        early = ReapReport()
+        # Redis away: the pass below waits it out, and the loop after it repairs.
+        with contextlib.suppress(IndexUnavailable):
+            self._repair_unindexed(deadline_ms, early)
+        self._metrics.count("Reindexed", early.reindexed)
         report = self.run(deadline_ms)
+        report.reindexed += early.reindexed
         counted = report.reindexed
         outage = Outage(self._clock, self._metrics, "reap")
 
@@ -135,8 +144,24 @@ class Reaper:
                 continue
             outage.succeeded()
             self._share(lost, deadline_ms, outage, report, rebuild)
+            try:
+                self._repair_unindexed(deadline_ms, report)
+            except IndexUnavailable as error:
+                self._sleep(outage.failed(error, deadline_ms))
         self._metrics.count("Reindexed", report.reindexed - counted)
         return report
+
+    def _repair_unindexed(self, deadline_ms: int, report: ReapReport) -> None:
+        """Indexes the jobs noted while Redis failed their writers; a DynamoDB error waits a check."""
+        try:
+            report.reindexed += self._jobs.repair_unindexed(self._shards, deadline_ms)
+        except IndexUnavailable:
+            raise
+        except Exception:
+            # Reading or clearing the note failed (DynamoDB throttled or away): the note stays, the next
+            # check (a second later) reads it again, and the due scan still covers the jobs meanwhile.
+            logger.exception("reading the unindexed jobs' notes failed")
+            self._metrics.count("UnindexedReadFailed")
 
     def _next_order(self) -> list[int]:
         """Returns the shards in this run's order: each run starts one shard further on."""

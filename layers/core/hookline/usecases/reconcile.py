@@ -12,18 +12,22 @@ lease expiry):
 A scan stops at the invocation's deadline and keeps its cursor in Redis; the next run goes on from there
 and starts over only once it reached the end. So a backlog too large for one run cannot starve the jobs
 near its end (near-due ones, and leases about to expire, sort last): every job in the range is read within
-ceil(range / one run's pages) runs, and the most overdue ones again as soon as a scan wraps around.
+ceil(range / one run's pages) runs, and the most overdue ones again as soon as a scan wraps around. A
+shard's live jobs spread over one index partition per job bucket; every page reads each partition not yet
+at its end (the store's cursor keeps each one's position), so the argument holds per partition: no
+partition's tail waits for another's.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hookline.domain import constants
 from hookline.domain.models import JobStatus
 from hookline.domain.reconcile import LiveJob
-from hookline.ports import Clock, DueIndex, JobStore, RebuildMarkStore
+from hookline.ports import Clock, DueIndex, JobStore, RebuildMarkStore, UnindexedLog
 
 logger = logging.getLogger(__name__)
 
@@ -58,10 +62,12 @@ class JobReconciler:
         clock: Clock,
         longest_lease_ms: int = LONGEST_LEASE_MS,
         page: int = RECONCILE_PAGE,
+        unindexed: UnindexedLog | None = None,
     ) -> None:
         self._store = store
         self._due = due
         self._marks = marks
+        self._unindexed = unindexed
         self._clock = clock
         self._longest_lease_ms = longest_lease_ms
         self._page = page
@@ -70,15 +76,16 @@ class JobReconciler:
         """Tells whether Redis lost the shard's state since its last complete rebuild."""
         return self._marks.marks(shard).lost
 
-    def reconcile(self, shard: int, deadline_ms: int) -> ReconcileResult:
+    def reconcile(self, shard: int, deadline_ms: int, full: bool = False) -> ReconcileResult:
         """Scans the shard's live jobs that can be missing from Redis until done or deadline_ms.
 
-        A job being submitted, claimed or finished right now may look missing: indexing it again is
+        Every live job when Redis lost the shard's state, or when full; otherwise only those that can be
+        overdue. A job being submitted, claimed or finished right now may look missing: indexing it again is
         harmless, since a delivery whose generation or status moved on is dropped at claim.
         """
         marks = self._marks.marks(shard)
         epoch = marks.epoch if marks.epoch is not None else self._marks.start_epoch(shard)
-        result = ReconcileResult(full=marks.lost)
+        result = ReconcileResult(full=marks.lost or full)
         mode = f"full:{epoch}" if result.full else DUE_SCAN
         cursor = marks.cursor if marks.cursor_mode == mode else None
         if result.full:
@@ -97,6 +104,42 @@ class JobReconciler:
                 return result
         self._marks.save_cursor(shard, mode, cursor)
         return result
+
+    def repair_unindexed(self, shards: Sequence[int], deadline_ms: int) -> int:
+        """Indexes the jobs writers noted when Redis failed them (UnindexedLog); returns how many it indexed.
+
+        The reaper calls this every second, so a job accepted while Redis was down is indexed about a second
+        after Redis answers again, not at the next due scan. A note is deleted only once every job in it is
+        indexed, and only if no job was noted since it was read (its version); a Redis failure half way
+        raises IndexUnavailable with the note intact, and the next call starts over (indexing is idempotent:
+        a member already held is skipped). An overflowed note (too many jobs to list) costs a full scan of
+        the shard, which resumes from its cursor across calls until complete.
+        """
+        if self._unindexed is None:
+            return 0
+        indexed = 0
+        for note in self._unindexed.unindexed(shards):
+            if self._clock.now_ms() >= deadline_ms:
+                break
+            if note.overflow:
+                result = self.reconcile(note.shard, deadline_ms, full=True)
+                indexed += result.reindexed
+                if not result.complete:
+                    continue
+            if note.jobs:
+                now_ms = self._clock.now_ms()
+                held = self._due.indexed_members(
+                    note.shard,
+                    [job.member for job in note.jobs],
+                    stale_before_ms=now_ms - self._longest_lease_ms,
+                )
+                for job, is_held in zip(note.jobs, held, strict=True):
+                    if not is_held:
+                        self._due.index(job.member, note.shard, job.due_ms, now_ms)
+                        indexed += 1
+            if not self._unindexed.clear_unindexed(note.shard, note.version):
+                logger.info("more jobs were noted meanwhile; next pass", extra={"shard": note.shard})
+        return indexed
 
     def _reindex_missing(self, shard: int, jobs: list[LiveJob], now_ms: int) -> int:
         if not jobs:

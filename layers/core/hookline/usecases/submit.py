@@ -10,7 +10,17 @@ from hookline.domain.ids import new_id
 from hookline.domain.models import FlowControl, Job, JobRequest, JobStatus
 from hookline.domain.sharding import shard_of
 from hookline.domain.stats import Outcome
-from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, NullStats, StatsRecorder, UrlChecker
+from hookline.ports import (
+    Clock,
+    DueIndex,
+    JobStore,
+    MetricsSink,
+    NullStats,
+    StatsRecorder,
+    UnindexedLog,
+    UrlChecker,
+)
+from hookline.usecases.indexing import index_or_note
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +70,11 @@ class JobSubmitter:
         shards: int,
         metrics: MetricsSink,
         stats: StatsRecorder | None = None,
+        unindexed: UnindexedLog | None = None,
     ) -> None:
         self._store = store
         self._index = index
+        self._unindexed = unindexed
         self._clock = clock
         self._check_url = check_url
         self._shards = shards
@@ -109,11 +121,5 @@ class JobSubmitter:
         return SubmitResult(job, created)
 
     def index(self, job: Job, now_ms: int) -> None:
-        """Indexes a stored job in Redis; a failure loses nothing (the reaper re-indexes from DynamoDB)."""
-        try:
-            self._index.index(job.member(), job.shard, job.due_ms, now_ms)
-        except Exception:
-            logger.exception(
-                "indexing failed; reconciliation will index the job", extra={"job_id": job.job_id}
-            )
-            self._metrics.count("IndexFailed")
+        """Indexes a stored job in Redis; if Redis fails, notes it for the reaper (DynamoDB holds it)."""
+        index_or_note(self._index, self._unindexed, self._metrics, job, now_ms)

@@ -1,0 +1,47 @@
+"""Indexing a job DynamoDB holds: in Redis, and when Redis fails, in a note the reaper reads every second.
+
+Every writer that makes a job live (submit, a cron firing, replay) writes DynamoDB first and indexes second.
+If the index write fails the job is safe (DynamoDB holds it) but Redis does not know it: without the note it
+waits for the reaper's next due scan (up to a minute) or, if due later, until it falls due and that scan
+meets it. The note (UnindexedLog) lets the reaper index it about a second after Redis answers again.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from hookline.domain.models import Job
+from hookline.ports import DueIndex, MetricsSink, UnindexedLog
+
+logger = logging.getLogger(__name__)
+
+
+def index_or_note(
+    index: DueIndex,
+    log: UnindexedLog | None,
+    metrics: MetricsSink,
+    job: Job,
+    now_ms: int,
+) -> None:
+    """Indexes a stored live job; if Redis fails, notes it for the reaper. Never raises.
+
+    If the note fails too (DynamoDB failing as well), the job is still safe in DynamoDB: the reaper's due scan
+    indexes it once it is due (within the scan's horizon) or at its next run, whichever is later.
+    """
+    member = job.member()
+    try:
+        index.index(member, job.shard, job.due_ms, now_ms)
+        return
+    except Exception:
+        logger.exception("indexing failed; noting the job for the reaper", extra={"job_id": member.job_id})
+        metrics.count("IndexFailed")
+    if log is None:
+        return
+    try:
+        log.note_unindexed(member, job.shard, job.due_ms, now_ms)
+    except Exception:
+        logger.exception(
+            "noting an unindexed job failed; the reaper's due scan will index it",
+            extra={"job_id": member.job_id},
+        )
+        metrics.count("UnindexedNoteFailed")
