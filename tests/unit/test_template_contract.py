@@ -229,6 +229,7 @@ def test_given_default_parameters_when_settings_read_them_then_tunables_equal_co
         "heartbeat_ms",
         "recover_every_ms",
         "promoter_max_sleep_ms",
+        "max_executors",
         "tenant_max_concurrency",
         "aws_endpoint_url",
     ):
@@ -407,6 +408,9 @@ def test_given_execute_timeout_when_longest_callback_must_fit_then_one_executor_
     # remaining time (RESERVE_MS in functions/execute/app.py).
     claiming_window_s = timeout_s - constants.MAX_TIMEOUT_S - constants.ATTEMPT_WRAP_UP_S
     assert claiming_window_s > rate_s
+    # The fan-out counts a started executor as running for its claiming window.
+    assert timeout_s == constants.EXECUTE_FUNCTION_TIMEOUT_S
+    assert claiming_window_s * 1000 == constants.EXECUTOR_READ_MS
 
 
 # --- layer ----------------------------------------------------------------------------------------

@@ -59,6 +59,8 @@ class Settings:
     tenant_rate_limit_per_s: int | None = None
     # The function the promoter invokes to fan out executors; None starts no extra executors.
     execute_function: str | None = None
+    # The most fanned-out executors running at once, over every promoter (0: no fan-out).
+    max_executors: int = constants.FAN_OUT_MAX_EXECUTORS
     # Cron: the shortest gap between two occurrences of a schedule (1000 ms: cron's own limit, so no floor),
     # per-tenant overrides as "tenant=ms,tenant=ms", and how late an occurrence may fire before it counts
     # as missed (then the schedule's catch-up policy applies). Keep the grace above the claim expiry
@@ -117,6 +119,7 @@ class Settings:
             api_rate_limit_per_s=int(env.get("HOOKLINE_API_RATE_LIMIT_PER_S", default.api_rate_limit_per_s)),
             tenant_rate_limit_per_s=_optional_int(env.get("HOOKLINE_TENANT_RATE_LIMIT_PER_S")),
             execute_function=env.get("HOOKLINE_EXECUTE_FUNCTION") or None,
+            max_executors=int(env.get("HOOKLINE_MAX_EXECUTORS") or default.max_executors),
             cron_min_interval_ms=int(env.get("HOOKLINE_CRON_MIN_INTERVAL_MS", default.cron_min_interval_ms)),
             cron_tenant_min_interval_ms=env.get("HOOKLINE_CRON_TENANT_MIN_INTERVAL_MS", ""),
             cron_misfire_grace_ms=int(

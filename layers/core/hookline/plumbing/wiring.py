@@ -77,6 +77,21 @@ def dynamodb_client(settings: Settings, max_connections: int = 50) -> Any:
 # which the claim drops).
 REDIS_RETRIES = 3
 REDIS_BACKOFF = ExponentialBackoff(cap=0.2, base=0.05)
+# Connections beyond the per-shard and per-delivery ones: the heartbeat's, the recovery pass's, the
+# scaler's, a submit's.
+REDIS_SPARE_CONNECTIONS = 16
+
+
+def redis_max_connections(settings: Settings) -> int:
+    """Returns the connections one process may open (per node, on a cluster): enough for all its threads.
+
+    The promoter blocks on each shard's wake list from a waiter thread of its own and the executor reads
+    each shard's stream from a reader thread of its own, each holding a connection while it blocks, beside
+    the executor's delivery threads. redis-py's default cap (100) would make the 100th such thread fail
+    with "Too many connections" (seen as a Redis outage that never ends) at about 100 shards. Connections
+    are opened only when needed, so a generous cap costs nothing.
+    """
+    return 2 * settings.shards + settings.executor_concurrency + REDIS_SPARE_CONNECTIONS
 
 
 def redis_client(settings: Settings) -> redis.Redis:
@@ -86,7 +101,12 @@ def redis_client(settings: Settings) -> redis.Redis:
     settings.redis_cluster it is a cluster-aware client (adapters/redis/cluster.py), which connects at its
     first command, so a cold start during an outage still starts.
     """
-    options: dict[str, Any] = {"socket_timeout": 30, "socket_connect_timeout": 1, "health_check_interval": 30}
+    options: dict[str, Any] = {
+        "socket_timeout": 30,
+        "socket_connect_timeout": 1,
+        "health_check_interval": 30,
+        "max_connections": redis_max_connections(settings),
+    }
     if settings.redis_cluster:
         # The cluster client retries connection errors, CLUSTERDOWN and unmapped slots itself, reading the
         # slot map again before each try (so a fail-over's new primary is found); it takes the number of
@@ -335,9 +355,12 @@ class Container:
     @cached_property
     def fan_out(self) -> ExecutorScaler:
         """The fan-out use case: more executors while the ready streams back up."""
-        policy = FanOutPolicy(backlog_per_executor=2 * self.settings.executor_concurrency)
+        policy = FanOutPolicy(
+            backlog_per_executor=2 * self.settings.executor_concurrency,
+            max_executors=self.settings.max_executors,
+        )
         return ExecutorScaler(
-            self.index, self.clock, self.shards, self.executor_launcher, self.metrics, policy
+            self.index, self.clock, self.shards, self.executor_launcher, self.metrics, self.index, policy
         )
 
     def close(self) -> None:
