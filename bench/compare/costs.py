@@ -52,7 +52,8 @@ def marginal_per_million(values: dict[str, float], submit_ms: float) -> dict[str
         * (prices.LAMBDA_PER_REQUEST + SUBMIT_MEMORY_GB * submit_ms / 1000 * prices.LAMBDA_PER_GB_S),
         "dynamodb": million
         * (
-            values["dynamodb_wru_per_job"] * prices.DYNAMODB_PER_WRU
+            (values["dynamodb_wru_per_job"] + values.get("dynamodb_index_wru_per_job", 0.0))
+            * prices.DYNAMODB_PER_WRU
             + values["dynamodb_rru_per_job"] * prices.DYNAMODB_PER_RRU
         ),
         "lambda_fan_out": million

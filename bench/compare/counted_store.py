@@ -26,6 +26,12 @@ MARKER_BYTES = 120  # an idempotency marker item: keys, job id, request hash, ex
 LIVE_JOB_ITEM_BYTES = 200
 # What a claim or a finish adds to the item as created: a lease, a status code, an error, an expiry.
 GROWTH_BYTES = 64
+# The live index's writes (DynamoDB bills a GSI its own WRU: one per started KB of the projected item per
+# index write, and two when a table write changes the index's key, a delete then a put; the emulators do
+# not bill indexes, so the meter derives them from which writes add, move or remove a job's live keys).
+INDEX_PUT = write_units(LIVE_JOB_ITEM_BYTES)  # the job becomes live: its index item is put
+INDEX_MOVE = 2 * write_units(LIVE_JOB_ITEM_BYTES)  # live_due_ms changes (claim, lease renewal, retry)
+INDEX_DELETE = write_units(LIVE_JOB_ITEM_BYTES)  # the job ends: its live attributes are removed
 
 
 class DynamoMeter:
@@ -36,13 +42,19 @@ class DynamoMeter:
         self.requests: Counter[str] = Counter()
         self.wru = 0.0
         self.rru = 0.0
+        self.index_wru = 0.0
 
     def record(self, operation: str, wru: float = 0.0, rru: float = 0.0) -> None:
-        """Counts one request and the units it consumed."""
+        """Counts one request and the units it consumed on the tables."""
         with self._lock:
             self.requests[operation] += 1
             self.wru += wru
             self.rru += rru
+
+    def index_write(self, wru: float) -> None:
+        """Counts the live index's units of a table write that succeeded (a refused one changes no index)."""
+        with self._lock:
+            self.index_wru += wru
 
     def snapshot(self) -> dict[str, float]:
         """Returns the totals so far: requests, WRU, RRU and each operation's requests."""
@@ -51,6 +63,7 @@ class DynamoMeter:
                 "dynamodb_requests": float(sum(self.requests.values())),
                 "dynamodb_wru": self.wru,
                 "dynamodb_rru": self.rru,
+                "dynamodb_index_wru": self.index_wru,
                 **{f"dynamodb_{name}": float(count) for name, count in self.requests.items()},
             }
 
@@ -82,7 +95,10 @@ class MeteredJobStore:
         """PutItem of the job, or with an idempotency key a transaction with its marker."""
         size = self._sizes[(job.tenant, job.job_id)] = job_bytes(job)
         try:
-            return self._inner.create(job, request_hash, now_ms)
+            stored, created = self._inner.create(job, request_hash, now_ms)
+            if created:
+                self._meter.index_write(INDEX_PUT)
+            return stored, created
         finally:
             if job.idempotency_key is None:
                 self._meter.record("PutItem", wru=write_units(size))
@@ -104,6 +120,7 @@ class MeteredJobStore:
         claim: Claim | None = None
         try:
             claim = self._inner.claim(member, now_ms)
+            self._meter.index_write(INDEX_MOVE)
             return claim
         finally:
             # The claim only adds to the item, so the item after it is the larger one.
@@ -115,6 +132,7 @@ class MeteredJobStore:
         units += sum(write_units(item_size(codec.execution_to_item(e)), True) for e in executions)
         try:
             self._inner.finish(job, finish, executions, now_ms)
+            self._meter.index_write(INDEX_MOVE if finish.status.is_live else INDEX_DELETE)
         finally:
             self._meter.record("TransactWriteItems", wru=units)
 
@@ -122,6 +140,7 @@ class MeteredJobStore:
         """UpdateItem."""
         try:
             self._inner.mark_dead(member, reason, now_ms)
+            self._meter.index_write(INDEX_DELETE)
         finally:
             self._meter.record("UpdateItem", wru=1)
 
@@ -129,6 +148,7 @@ class MeteredJobStore:
         """UpdateItem, conditional on the attempt still holding the job."""
         try:
             self._inner.renew_lease(job, lease_expires_at_ms)
+            self._meter.index_write(INDEX_MOVE)
         finally:
             self._meter.record("UpdateItem", wru=write_units(self._size(job)))
 
@@ -166,14 +186,18 @@ class MeteredJobStore:
     def cancel(self, tenant: str, job_id: str, now_ms: int) -> Job:
         """UpdateItem with ALL_OLD."""
         try:
-            return self._inner.cancel(tenant, job_id, now_ms)
+            cancelled = self._inner.cancel(tenant, job_id, now_ms)
+            self._meter.index_write(INDEX_DELETE)
+            return cancelled
         finally:
             self._meter.record("UpdateItem", wru=1)
 
     def replay(self, tenant: str, job_id: str, shard: int, now_ms: int) -> Job:
         """UpdateItem with ALL_NEW."""
         try:
-            return self._inner.replay(tenant, job_id, shard, now_ms)
+            replayed = self._inner.replay(tenant, job_id, shard, now_ms)
+            self._meter.index_write(INDEX_PUT)
+            return replayed
         finally:
             self._meter.record("UpdateItem", wru=1)
 

@@ -105,6 +105,20 @@ def estimated_units(
     return wru, rru
 
 
+def estimated_index_units(operations: Counter[str]) -> float:
+    """Estimates the live index's WRU of requests counted by operation (emulators do not bill indexes).
+
+    As the adapter uses them in a one-attempt job's life: a PutItem creates a live job (its small index
+    item put, one unit), an UpdateItem claims it (its index key moves from the due time to the lease's
+    end: a delete and a put, two), a TransactWriteItems finishes it (its index item removed, one).
+    """
+    return (
+        operations.get("PutItem", 0) * 1.0
+        + operations.get("UpdateItem", 0) * 2.0
+        + operations.get("TransactWriteItems", 0) * 1.0
+    )
+
+
 def average_item_bytes(client: Any, table: str, limit: int = 200) -> float:
     """Returns the average size of up to limit items of a table (0 when empty), read with one Scan."""
     items = client.scan(TableName=table, Limit=limit).get("Items", [])

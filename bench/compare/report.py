@@ -79,6 +79,7 @@ def cost_columns() -> list[tuple[str, Cell]]:
         ("Redis B/scheduled", _number("redis_bytes_per_scheduled_job", "{:.0f}")),
         ("DynamoDB req", _number("dynamodb_requests_per_job", "{:.2f}")),
         ("WRU", _number("dynamodb_wru_per_job", "{:.2f}")),
+        ("index WRU", _number("dynamodb_index_wru_per_job", "{:.2f}")),
         ("RRU", _number("dynamodb_rru_per_job", "{:.3f}")),
         ("λ invocations", _number("lambda_invocations_per_job", "{:.3f}")),
         ("$/M marginal", _number("usd_marginal", "{:.2f}")),

@@ -146,12 +146,15 @@ def store_figures(before: dict[str, float], after: dict[str, float], count: int,
         out.values[f"dynamodb_{operation}_per_job"] = n / count
     if "dynamodb_wru" in after:
         wru, rru = diff["dynamodb_wru"], diff["dynamodb_rru"]
+        index_wru = diff.get("dynamodb_index_wru", 0.0)
     else:
+        index_wru = dynamo_units.estimated_index_units(operations)
         job_bytes, execution_bytes = after["job_item_bytes"], after["execution_item_bytes"]
         wru, rru = dynamo_units.estimated_units(operations, job_bytes, execution_bytes)
         out.values["job_item_bytes"], out.values["execution_item_bytes"] = job_bytes, execution_bytes
     out.values["dynamodb_wru_per_job"] = wru / count
     out.values["dynamodb_rru_per_job"] = rru / count
+    out.values["dynamodb_index_wru_per_job"] = index_wru / count
     for name in ("lambda_invocations", "lambda_api_invocations", "lambda_fan_out_invocations"):
         if name in diff:
             out.values[f"{name}_per_job"] = diff[name] / count

@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 
 from bench.compare.counted_store import DynamoMeter, MeteredJobStore, MeteredKeyStore
-from bench.compare.dynamo_units import estimated_units, item_size, operations_in_log, write_units
+from bench.compare.dynamo_units import (
+    estimated_index_units,
+    estimated_units,
+    item_size,
+    operations_in_log,
+    write_units,
+)
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.domain.delivery import Finish
@@ -125,3 +131,27 @@ def test_given_the_dev_moto_server_s_log_when_read_then_requests_are_counted_by_
         1 + 1 + 2 * (1 + 2),
         0.0,
     )
+
+
+def test_given_a_job_s_life_when_metered_then_the_live_index_units_follow_its_live_keys() -> None:
+    meter = DynamoMeter()
+    jobs = MeteredJobStore(FakeJobStore(), meter)
+    job, _ = jobs.create(_job(), "", NOW)
+    claim = jobs.claim(job.member(), NOW + 1)
+    record = Execution(job.tenant, job.job_id, 1, 1, NOW + 1, NOW + 20, ExecutionOutcome.SUCCEEDED, 19, 200)
+    jobs.finish(claim.job, Finish(JobStatus.SUCCEEDED, 200, None), [record], NOW + 20)
+
+    # Put at the create (1), moved by the claim from the due time to the lease's end (delete + put: 2),
+    # removed at the finish (1): docs/capacity.md's 4 index WRU per one-attempt job.
+    assert meter.index_wru == 4
+
+    repeat, created = jobs.create(_job(idempotency_key="k"), "h", NOW)
+    _, created_again = jobs.create(repeat, "h", NOW)
+    assert (created, created_again) == (True, False)
+    assert meter.index_wru == 5  # the repeat wrote nothing: no index item
+
+
+def test_given_operations_counted_in_a_log_when_estimated_then_each_job_s_life_costs_four_index_units() -> (
+    None
+):
+    assert estimated_index_units(Counter({"PutItem": 10, "UpdateItem": 10, "TransactWriteItems": 10})) == 40
