@@ -9,12 +9,15 @@ partition and, with the template's Shards=1, in one partition of the live index)
   txn       a submit with one (TransactWriteItems: the job and its marker, both conditional)
   due scan  one page of the reaper's due scan (Query on the live index, live_due_ms <= now + horizon)
   list      one page of GET /v1/jobs (Query on the tenant's partition, newest first, 20 jobs)
+  rebuild   with --rebuild, at the largest size only: the reaper's full read of the live index after Redis
+            lost its state (every page of 100, each a Query of the whole partition on this emulator)
 
 once on the stock emulator (`python -m ministack`) and once as `hookline dev` runs it
 (localstack/hookline_local/ministack_main.py, which parses each condition expression once instead of once
 per item a Query reads). It prints µs per request and the ratio to the empty table.
 
 Usage: .venv/bin/python bench/emulator_dynamodb.py [--sizes 0,5000,15000] [--emulators stock,patched]
+       [--rebuild]
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from hookline.adapters.dynamo import codec
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.domain.ids import new_id
 from hookline.domain.models import Job, JobStatus
-from hookline.usecases.reconcile import DUE_HORIZON_MS
+from hookline.usecases.reconcile import DUE_HORIZON_MS, RECONCILE_PAGE
 from hookline_local.deploy import aws_client
 from hookline_local.emulator import start_emulator
 from hookline_local.template import create_tables, find_template, load_template
@@ -94,7 +97,18 @@ def micros(call: Callable[[], object], repeat: int) -> float:
     return (time.perf_counter() - started) / repeat * 1e6
 
 
-def measure(stock: bool, sizes: list[int], repeat: int) -> dict[int, dict[str, float]]:
+def full_read_s(store: DynamoJobStore) -> tuple[float, int]:
+    """Reads every page of shard 0's live index as a rebuild does; returns (seconds, pages)."""
+    started = time.perf_counter()
+    cursor, pages = None, 0
+    while True:
+        _, cursor = store.live_jobs(0, cursor, RECONCILE_PAGE, None)
+        pages += 1
+        if cursor is None:
+            return time.perf_counter() - started, pages
+
+
+def measure(stock: bool, sizes: list[int], repeat: int, rebuild: bool) -> dict[int, dict[str, float]]:
     """Starts one emulator, fills it size by size; returns µs per request kind at each size."""
     results: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="hookline-emulator-bench-") as state:
@@ -122,6 +136,12 @@ def measure(stock: bool, sizes: list[int], repeat: int) -> dict[int, dict[str, f
                 }
                 stored += 2 * repeat  # the put and txn rows stored jobs too
                 results[size] = row
+                if rebuild and size == max(sizes):
+                    seconds, pages = full_read_s(store)
+                    print(
+                        f"  {'stock' if stock else 'patched':7} {size:6d} jobs: rebuild read {seconds:.1f} s"
+                        f" ({pages} pages)"
+                    )
                 print(
                     f"  {'stock' if stock else 'patched':7} {size:6d} jobs: "
                     + "  ".join(f"{kind} {value:9.0f} µs" for kind, value in row.items()),
@@ -141,11 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="0,5000,15000")
     parser.add_argument("--emulators", default="stock,patched")
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--rebuild", action="store_true", help="also time a full read of the live index")
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.sizes.split(",")]
     emulators = args.emulators.split(",")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    runs = {name: measure(name == "stock", sizes, args.repeat) for name in emulators}
+    runs = {name: measure(name == "stock", sizes, args.repeat, args.rebuild) for name in emulators}
     smallest, largest = min(sizes), max(sizes)
     print(f"\nµs per request at {largest} jobs stored (x: ratio to {smallest} jobs)")
     for name, results in runs.items():
