@@ -13,7 +13,7 @@ import threading
 from collections import Counter
 
 from bench.compare.dynamo_units import item_size, read_units, write_units
-from hookline.adapters.dynamo import codec
+from hookline.adapters.dynamo import codec, tables
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.keys import KeyRecord, SigningSecrets
 from hookline.domain.models import Execution, Job, JobStatus, Member
@@ -57,7 +57,7 @@ class DynamoMeter:
 
 def job_bytes(job: Job) -> int:
     """Returns the size of the job's item as the adapter stores it."""
-    return item_size(codec.job_to_item(job))
+    return item_size(codec.job_to_item(job, tables.Keyspace()))
 
 
 class MeteredJobStore:
@@ -135,10 +135,17 @@ class MeteredJobStore:
     def live_jobs(
         self, shard: int, cursor: str | None, limit: int, due_before_ms: int | None = None
     ) -> tuple[list[LiveJob], str | None]:
-        """Query of the live index (a GSI projecting a few attributes: eventually consistent, small items)."""
+        """Queries of the live index, one per partition read (a GSI projecting a few attributes: eventually
+        consistent, small items)."""
+        before = self._inner.queries
         jobs, next_cursor = self._inner.live_jobs(shard, cursor, limit, due_before_ms)
-        self._meter.record("Query", rru=read_units(LIVE_JOB_ITEM_BYTES * len(jobs), consistent=False))
+        self._queries(self._inner.queries - before, LIVE_JOB_ITEM_BYTES * len(jobs))
         return jobs, next_cursor
+
+    def _queries(self, count: int, size: int) -> None:
+        """Records count Query requests (one per bucket or live partition read) that read size bytes."""
+        for n in range(count):
+            self._meter.record("Query", rru=read_units(size if n == 0 else 0, consistent=False))
 
     def executions(self, tenant: str, job_id: str) -> list[Execution]:
         """Query of the executions table."""
@@ -150,9 +157,10 @@ class MeteredJobStore:
     def list_jobs(
         self, tenant: str, status: JobStatus | None, after_job_id: str | None, limit: int
     ) -> tuple[list[Job], str | None]:
-        """One Query (or more, filtering by status; metered as one)."""
+        """One Query per bucket page read (the units of the jobs returned; filtered-out reads not priced)."""
+        before = self._inner.queries
         jobs, after = self._inner.list_jobs(tenant, status, after_job_id, limit)
-        self._meter.record("Query", rru=read_units(sum(self._size(j) for j in jobs), consistent=False))
+        self._queries(self._inner.queries - before, sum(self._size(j) for j in jobs))
         return jobs, after
 
     def cancel(self, tenant: str, job_id: str, now_ms: int) -> Job:

@@ -18,6 +18,8 @@ sink = PowertoolsMetrics(metrics)
 container = Container(Settings.from_env(), metrics=sink)
 # Refuses to start with fewer shards than jobs were written with: those on the dropped shards would never run.
 container.check_shards()
+# Refuses to start with another job bucket count than the jobs table was written with: it would not find them.
+container.check_buckets()
 # Stop taking work early enough for the longest callback, and the recording of its outcome, to finish before
 # the invocation ends.
 RESERVE_MS = int((constants.MAX_TIMEOUT_S + constants.ATTEMPT_WRAP_UP_S) * 1000)

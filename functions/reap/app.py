@@ -18,6 +18,8 @@ sink = PowertoolsMetrics(metrics)
 container = Container(Settings.from_env(), metrics=sink)
 # Refuses to start with fewer shards than jobs were written with: those on the dropped shards would never run.
 container.check_shards()
+# Refuses to start with another job bucket count than the jobs table was written with: it would not find them.
+container.check_buckets()
 
 
 @logger.inject_lambda_context

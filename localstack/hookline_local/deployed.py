@@ -259,6 +259,10 @@ def warm_api(api_url: str) -> None:
     raise DeployError(f"the deployed API did not answer GET /healthz within {WARM_TIMEOUT_S:.0f} s")
 
 
+# The fan-out ceiling of a local deployment (the template's default, 100, is sized for AWS).
+LOCAL_MAX_EXECUTORS = 4
+
+
 def stack_parameters(redis_url: str, endpoint: str, allow_loopback: bool) -> dict[str, str]:
     """Returns the template parameters for a deployment on an emulator with a local Redis."""
     return {
@@ -267,6 +271,9 @@ def stack_parameters(redis_url: str, endpoint: str, allow_loopback: bool) -> dic
         "AllowLoopback": "true" if allow_loopback else "false",
         # An emulator has no NAT gateway, and the functions reach loopback callbacks without one.
         "CreateNat": "false",
+        # Each execute invocation is a worker process on this machine: fan out no further than the
+        # hand-wired stack does (StackOptions.max_executors); `--parameter MaxExecutors=N` raises it.
+        "MaxExecutors": str(LOCAL_MAX_EXECUTORS),
     }
 
 

@@ -52,6 +52,28 @@ def kill_busiest(world: World) -> Kill:
     return Kill(at_ms, pid, live)
 
 
+def recovery_times(world: World, kills: list[Kill]) -> tuple[list[float | None], int]:
+    """Returns, per kill, seconds until the last of its live jobs was taken up again; and how many were
+    taken up by an executor a later kill then struck holding them (taken up at that kill, at the latest:
+    that kill's recovery is its own figure)."""
+    recoveries: list[float | None] = []
+    reheld = 0
+    for position, kill in enumerate(kills):
+        arrivals = first_arrival_after(world, kill.live_jobs, kill.at_ms)
+        for job_id, at in arrivals.items():
+            taken_up = next((k.at_ms for k in kills[position + 1 :] if job_id in k.live_jobs), None)
+            if taken_up is not None and (at is None or taken_up < at):
+                arrivals[job_id] = taken_up
+                reheld += 1
+        recoveries.append(
+            max(
+                (float("inf") if at is None else (at - kill.at_ms) / 1000 for at in arrivals.values()),
+                default=None,
+            )
+        )
+    return recoveries, reheld
+
+
 def test_executors_sigkilled_during_1000_jobs(make_world: MakeWorld, record: Record) -> None:
     """Three SIGKILLs of the busiest executor while 1,000 jobs fall due, at production timings.
 
@@ -83,15 +105,9 @@ def test_executors_sigkilled_during_1000_jobs(make_world: MakeWorld, record: Rec
 
     summary = summarize(world, Summary("executors_sigkilled"))
     summary.in_flight = sum(len(kill.live_jobs) for kill in kills)
-    recoveries: list[float | None] = []
-    for kill in kills:
-        arrivals = first_arrival_after(world, kill.live_jobs, kill.at_ms)
-        recoveries.append(
-            max(
-                (float("inf") if at is None else (at - kill.at_ms) / 1000 for at in arrivals.values()),
-                default=None,
-            )
-        )
+    recoveries, reheld = recovery_times(world, kills)
+    if reheld:
+        summary.extra["recovered_then_held_by_a_later_victim"] = reheld
     summary.recovery_s = max((r for r in recoveries if r is not None), default=None)
     held = {job_id for kill in kills for job_id in kill.live_jobs}
     stuck_elsewhere = [j for j, job in world.jobs().items() if job.status.is_live and j not in held]

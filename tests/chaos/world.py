@@ -361,36 +361,39 @@ class World:
     # -- reading the engine's state ----------------------------------------------------------------
 
     def jobs(self) -> dict[str, Job]:
-        """Returns every job of the tenant as DynamoDB holds it."""
+        """Returns every job of the tenant as DynamoDB holds it (every bucket of the tenant)."""
         found: dict[str, Job] = {}
-        request: dict[str, Any] = {
-            "TableName": self.settings.jobs_table,
-            "KeyConditionExpression": "#pk = :tenant AND begins_with(#sk, :prefix)",
-            "ExpressionAttributeNames": {"#pk": tables.JOBS_PK, "#sk": tables.JOBS_SK},
-            "ExpressionAttributeValues": codec.to_attribute_values(
-                {":tenant": TENANT, ":prefix": tables.JOB_SK_PREFIX}
-            ),
-            "ConsistentRead": True,
-        }
-        while True:
-            reply = self.judge.dynamodb.query(**request)
-            for item in reply.get("Items", []):
-                job = codec.item_to_job(item)
-                found[job.job_id] = job
-            if "LastEvaluatedKey" not in reply:
-                return found
-            request["ExclusiveStartKey"] = reply["LastEvaluatedKey"]
+        for pk in tables.Keyspace(self.settings.job_buckets).tenant_pks(TENANT):
+            request: dict[str, Any] = {
+                "TableName": self.settings.jobs_table,
+                "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+                "ExpressionAttributeNames": {"#pk": tables.JOBS_PK, "#sk": tables.JOBS_SK},
+                "ExpressionAttributeValues": codec.to_attribute_values(
+                    {":pk": pk, ":prefix": tables.JOB_SK_PREFIX}
+                ),
+                "ConsistentRead": True,
+            }
+            while True:
+                reply = self.judge.dynamodb.query(**request)
+                for item in reply.get("Items", []):
+                    job = codec.item_to_job(item)
+                    found[job.job_id] = job
+                if "LastEvaluatedKey" not in reply:
+                    break
+                request["ExclusiveStartKey"] = reply["LastEvaluatedKey"]
+        return found
 
     def live_count(self) -> int:
         """Returns how many jobs are scheduled or running (the live index), across shards."""
         total = 0
-        for shard in range(self.settings.shards):
+        keyspace = tables.Keyspace(self.settings.job_buckets)
+        for partition in (p for shard in range(self.settings.shards) for p in keyspace.live_pks(shard)):
             request: dict[str, Any] = {
                 "TableName": self.settings.jobs_table,
                 "IndexName": tables.LIVE_INDEX,
                 "KeyConditionExpression": "#live_pk = :partition",
                 "ExpressionAttributeNames": {"#live_pk": tables.LIVE_PK},
-                "ExpressionAttributeValues": codec.to_attribute_values({":partition": str(shard)}),
+                "ExpressionAttributeValues": codec.to_attribute_values({":partition": partition}),
                 "Select": "COUNT",
             }
             while True:

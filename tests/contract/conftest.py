@@ -41,7 +41,9 @@ from hookline.plumbing.wiring import dynamodb_client
 from hookline.ports import (
     CronIndex,
     DueIndex,
+    ExecutorLedger,
     JobAdminStore,
+    JobBucketRecord,
     JobStore,
     KeyReader,
     Limiters,
@@ -69,7 +71,7 @@ ROLE_CLOCK_MS = 10_000
 BACKENDS = ["fake", pytest.param("real", marks=pytest.mark.integration)]
 
 
-class RedisRoles(DueIndex, ReadyStream, Limiters, CronIndex, RebuildMarkStore, Protocol):
+class RedisRoles(DueIndex, ReadyStream, Limiters, CronIndex, RebuildMarkStore, ExecutorLedger, Protocol):
     """Every Redis role over one connection, as RedisIndex and FakeIndex play them."""
 
 
@@ -110,6 +112,10 @@ class RedisProbe(Protocol):
 
     def string(self, key: str) -> str | None:
         """Returns a string key's value."""
+        ...
+
+    def pttl(self, key: str) -> int:
+        """Returns the key's remaining life in ms, -1 without expiry, -2 when missing (PTTL)."""
         ...
 
     def read_raw(self, key: str, group: str, consumer: str) -> list[str]:
@@ -177,6 +183,10 @@ class RealRedisProbe:
         """Returns a string key's value."""
         value = self._client.get(key)
         return None if value is None else _text(value)
+
+    def pttl(self, key: str) -> int:
+        """Returns the key's remaining life in ms, -1 without expiry, -2 when missing (PTTL)."""
+        return int(self._client.pttl(key))
 
     def flush(self) -> None:
         """Loses every key (FLUSHALL)."""
@@ -278,8 +288,8 @@ class TransactionFaults(Protocol):
         ...
 
 
-class KeyStore(KeyReader, ShardCountRecord, Protocol):
-    """The key reader, the shard count record, and the writer of key records tests need."""
+class KeyStore(KeyReader, ShardCountRecord, JobBucketRecord, Protocol):
+    """The key reader, the shard and bucket count records, and the writer of key records tests need."""
 
     def put_key(self, record: KeyRecord) -> None:
         """Stores a key record."""

@@ -12,12 +12,14 @@ from collections.abc import Callable
 
 import pytest
 
+from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.errors import IdempotencyConflict, NotFound, NotYet, StaleState
 from hookline.domain.ids import new_id
 from hookline.domain.models import Execution, ExecutionOutcome, FlowControl, Job, JobStatus, Member
 from tests.contract.conftest import LEASE_MS, DynamoBackend
+from tests.fakes.jobs import FakeJobStore
 
 NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 TIMEOUT_MS = 5_000
@@ -563,6 +565,35 @@ def test_given_jobs_in_several_states_when_listed_by_status_then_only_that_statu
     assert [j.job_id for j in page2] == dead_newest_first[2:]
     assert after2 is None
     assert dynamo_backend.jobs.list_jobs("nobody", None, None, 10) == ([], None)
+
+
+def test_given_jobs_over_every_bucket_when_listed_by_status_with_a_small_read_budget_then_each_once_in_order(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    cycle = [JobStatus.DEAD, JobStatus.SCHEDULED, JobStatus.SUCCEEDED, JobStatus.SCHEDULED]
+    jobs = [stored(dynamo_backend, job_id=new_id(NOW + n), status=cycle[n % 4]) for n in range(40)]
+    newest_first = [j.job_id for j in reversed(jobs)]
+    dead_newest_first = [j.job_id for j in reversed(jobs) if j.status is JobStatus.DEAD]
+    store = dynamo_backend.jobs
+    assert isinstance(store, (DynamoJobStore, FakeJobStore))
+
+    def pages(status: JobStatus | None, limit: int, max_read: int) -> tuple[list[str], int]:
+        found: list[str] = []
+        after: str | None = None
+        for calls in range(1, 200):
+            # A filtered round reads one item of each bucket: 8 reads, past the budget of 4.
+            page, after = store.list_jobs(
+                dynamo_backend.tenant, status, after, limit, max_read=max_read, filtered_batch=8
+            )
+            found += [job.job_id for job in page]
+            if after is None:
+                return found, calls
+        raise AssertionError("the listing did not end")
+
+    dead, calls = pages(JobStatus.DEAD, 3, max_read=4)
+    assert dead == dead_newest_first
+    assert calls > 4  # 10 in pages of 3, but the budget cut pages short: they went on from where it stopped
+    assert pages(None, 7, max_read=1_000)[0] == newest_first
 
 
 def test_given_attempts_recorded_when_read_then_oldest_first_and_none_for_unknown(

@@ -45,3 +45,14 @@ def test_given_a_shard_count_recorded_when_a_lower_one_is_recorded_then_the_larg
     assert keys.record_shards(start + 1, NOW + 2) == start + 3
     assert keys.record_shards(start + 4, NOW + 3) == start + 4
     assert keys.get_key("deployment#shards") is None  # the record is not a key
+
+
+def test_given_a_bucket_count_recorded_then_every_later_record_returns_it(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    keys = dynamo_backend.keys
+    first = keys.record_buckets(5, NOW)  # the moto table is shared by the session: 5 unless run before
+
+    assert keys.record_buckets(7, NOW + 1) == first
+    assert keys.record_buckets(first, NOW + 2) == first
+    assert dynamo_backend.name == "real" or first == 5

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from tests.fakes.cron import FakeCronIndex
 from tests.fakes.due import FakeDueIndex
+from tests.fakes.fanout import FakeExecutorLedger
 from tests.fakes.limiters import FakeLimiters
 from tests.fakes.rebuild import FakeRebuildMarks
 from tests.fakes.stream import FakeReadyStream
 
 
-class FakeIndex(FakeDueIndex, FakeReadyStream, FakeLimiters, FakeCronIndex, FakeRebuildMarks):
+class FakeIndex(
+    FakeDueIndex, FakeReadyStream, FakeLimiters, FakeCronIndex, FakeRebuildMarks, FakeExecutorLedger
+):
     """Plays every Redis role for one consumer; several share a RedisMemory as processes share a Redis."""

@@ -23,10 +23,10 @@ tests/support/dynamo_faults.CancellingTransactions does to the real client.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
+from typing import Any
 
-from hookline.adapters.dynamo import codec, tables
+from hookline.adapters.dynamo import codec, paging, tables
 from hookline.adapters.dynamo.transactions import ATTEMPTS, CONDITION_FAILED, TRANSIENT_REASONS
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
@@ -62,6 +62,9 @@ class FakeJobStore:
         self._attempts = transaction_attempts
         self._faults = Faults(dynamo_down)
         self.transactions = TransactionCancellations()
+        # The Query requests the adapter would have sent for the same reads (one per bucket or partition
+        # page), for the bench's meter.
+        self.queries = 0
 
     @property
     def faults(self) -> Faults:
@@ -75,9 +78,13 @@ class FakeJobStore:
         if not job.status.is_live:
             self.tables.live.pop(key, None)
             return
-        if live_shard is None:
-            live_shard = self.tables.live[key][0] if key in self.tables.live else job.shard
-        self.tables.live[key] = (live_shard, job.due_ms if live_sk is None else live_sk)
+        if live_shard is not None:
+            partition = self.tables.keyspace.live_pk(live_shard, job.job_id)
+        elif key in self.tables.live:
+            partition = self.tables.live[key][0]
+        else:
+            partition = self.tables.keyspace.live_pk(job.shard, job.job_id)
+        self.tables.live[key] = (partition, job.due_ms if live_sk is None else live_sk)
 
     def _transact(
         self, items: int, checks: Callable[[], list[bool]], apply: Callable[[], None]
@@ -270,38 +277,40 @@ class FakeJobStore:
     def live_jobs(
         self, shard: int, cursor: str | None, limit: int, due_before_ms: int | None = None
     ) -> tuple[list[LiveJob], str | None]:
-        """Returns a page of the shard's live GSI partition in live_due_ms order, and the cursor on.
+        """Returns a page of the shard's live GSI partitions ("<shard>#<bucket>"), as the adapter reads them.
 
-        due_before_ms keeps only rows whose live_due_ms is at most that. The cursor is the page's last key
-        as DynamoDB gives it (table and index keys as attribute values) in JSON, as the adapter makes it.
-        As in DynamoDB, a full page always carries a cursor, even when nothing follows (then the next page is
-        empty with none); moto gives one only when more items match. Callers page to None.
+        Each partition is read in live_due_ms order (paging.scan_partitions); due_before_ms keeps only rows
+        whose live_due_ms is at most that. A partition's position is its last key as DynamoDB gives it (table
+        and index keys as attribute values). As in DynamoDB, a full page of a partition always carries a
+        key, even when nothing follows (then its next page is empty with none); moto gives one only when
+        more items match. Callers page to None.
         """
         t = self.tables
-        with t.lock:
+        keyspace = t.keyspace
+
+        def fetch(partition: str, start_key: Any, page_size: int) -> tuple[list[LiveJob], Any]:
+            self.queries += 1
             rows = sorted(
-                (sk, tenant, job_id)
-                for (tenant, job_id), (partition, sk) in t.live.items()
-                if partition == shard and (due_before_ms is None or sk <= due_before_ms)
+                (sk, keyspace.job_pk(tenant, job_id), tables.job_sk(job_id), tenant, job_id)
+                for (tenant, job_id), (live_pk, sk) in t.live.items()
+                if live_pk == partition and (due_before_ms is None or sk <= due_before_ms)
             )
-            if cursor is not None:
-                key = codec.from_attribute_values(json.loads(cursor))
+            if start_key is not None:
+                key = codec.from_attribute_values(start_key)
                 after = (key[tables.LIVE_SK], key[tables.JOBS_PK], key[tables.JOBS_SK])
-                rows = [row for row in rows if (row[0], row[1], tables.job_sk(row[2])) > after]
-            page = rows[:limit]
-            jobs = [_live_job(t.jobs[(tenant, job_id)]) for _, tenant, job_id in page]
-            if len(page) < limit:
+                rows = [row for row in rows if row[:3] > after]
+            page = rows[:page_size]
+            jobs = [_live_job(t.jobs[(tenant, job_id)]) for *_, tenant, job_id in page]
+            if len(page) < page_size:
                 return jobs, None
-            sk, tenant, job_id = page[-1]
+            sk, pk, job_sk, _, _ = page[-1]
             last_key = codec.to_attribute_values(
-                {
-                    tables.JOBS_PK: tenant,
-                    tables.JOBS_SK: tables.job_sk(job_id),
-                    tables.LIVE_PK: str(t.live[(tenant, job_id)][0]),
-                    tables.LIVE_SK: sk,
-                }
+                {tables.JOBS_PK: pk, tables.JOBS_SK: job_sk, tables.LIVE_PK: partition, tables.LIVE_SK: sk}
             )
-            return jobs, json.dumps(last_key, sort_keys=True)
+            return jobs, last_key
+
+        with t.lock:
+            return paging.scan_partitions(keyspace.live_pks(shard), fetch, cursor, limit)
 
     @port_call
     def executions(self, tenant: str, job_id: str) -> list[Execution]:
@@ -318,31 +327,44 @@ class FakeJobStore:
         after_job_id: str | None,
         limit: int,
         max_read: int = LIST_MAX_READ_ITEMS,
+        filtered_batch: int = LIST_FILTERED_BATCH,
     ) -> tuple[list[Job], str | None]:
         """Returns a page of the tenant's jobs, newest first, read as the adapter's queries read them.
 
-        Without a status a query reads limit + 1 items; with one it reads batches of LIST_FILTERED_BATCH
-        and filters them, at most max_read items per call, so a sparse status can give a short page that
-        still goes on after the last item read.
+        Every bucket of the tenant is read after the position and merged by id (paging.merge_newest_first):
+        without a status in pages of what the page still needs, with one in batches of LIST_FILTERED_BATCH
+        split over the buckets, filtered, at most max_read items per call, so a sparse status can give a
+        short page that still goes on after the last item read.
         """
-        with self.tables.lock:
-            ids = sorted((jid for (t, jid) in self.tables.jobs if t == tenant), reverse=True)
-            if after_job_id is not None:
-                ids = [jid for jid in ids if jid < after_job_id]
-            batch = limit + 1 if status is None else LIST_FILTERED_BATCH
-            jobs: list[Job] = []
-            read = 0
-            while True:
-                taken, ids = ids[:batch], ids[batch:]
-                read += len(taken)
-                found = [self.tables.jobs[(tenant, jid)] for jid in taken]
-                jobs += [job for job in found if status is None or job.status is status]
-                last_id = taken[-1] if len(taken) == batch else None  # DynamoDB: Limit reached, a key
-                if len(jobs) > limit or last_id is None or read >= max_read:
-                    break
-            if len(jobs) > limit:
-                return jobs[:limit], jobs[limit - 1].job_id
-            return jobs, last_id
+        t = self.tables
+        keyspace = t.keyspace
+
+        def fetch(bucket: int, after: str | None, page_size: int) -> paging.BucketPage[Job]:
+            self.queries += 1
+            pk = tables.bucket_pk(tenant, bucket)
+            ids = sorted(
+                (jid for (owner, jid) in t.jobs if owner == tenant and keyspace.job_pk(owner, jid) == pk),
+                reverse=True,
+            )
+            if after is not None:
+                ids = [jid for jid in ids if jid < after]
+            taken = ids[:page_size]
+            found = [t.jobs[(tenant, jid)] for jid in taken]
+            last = taken[-1] if len(taken) == page_size else None  # DynamoDB: Limit reached, a key
+            return paging.BucketPage(
+                [job for job in found if status is None or job.status is status], last, len(taken)
+            )
+
+        with t.lock:
+            return paging.merge_newest_first(
+                keyspace.buckets,
+                fetch,
+                lambda job: job.job_id,
+                after_job_id,
+                limit,
+                None if status is None else max(1, filtered_batch // keyspace.buckets),
+                max_read,
+            )
 
     @port_call
     def cancel(self, tenant: str, job_id: str, now_ms: int) -> Job:

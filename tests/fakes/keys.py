@@ -16,6 +16,7 @@ class FakeKeyStore:
         self.keys: dict[str, KeyRecord] = {}
         self.secrets: dict[str, SigningSecrets] = {}
         self.shards = 0  # the deployment's recorded shard count (0: none recorded yet)
+        self.buckets = 0  # the recorded job bucket count (0: none recorded yet)
         self._faults = Faults(dynamo_down)
 
     @property
@@ -58,6 +59,13 @@ class FakeKeyStore:
         with self._lock:
             self.shards = max(self.shards, shards)
             return self.shards
+
+    @port_call
+    def record_buckets(self, buckets: int, now_ms: int) -> int:
+        """Records buckets unless a count is recorded; returns the count recorded now."""
+        with self._lock:
+            self.buckets = self.buckets or buckets
+            return self.buckets
 
 
 class StaticSecrets:

@@ -130,7 +130,7 @@ class FakeScheduleStore:
             if created:
                 t.jobs[key] = job
                 if job.status.is_live:
-                    t.live[key] = (job.shard, job.due_ms)
+                    t.live[key] = (t.keyspace.live_pk(job.shard, job.job_id), job.due_ms)
             t.listings.setdefault((job.tenant, job.schedule_id), {})[job.job_id] = job.fire_time_ms
             return created
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from hookline.adapters.dynamo.tables import Keyspace
 from hookline.domain.cron.schedule import Schedule
 from hookline.domain.models import Execution, Job
 
@@ -25,12 +26,19 @@ class Marker:
 
 @dataclass
 class JobsTables:
-    """The items of the jobs table (jobs, markers, schedules, listings) and of the executions table."""
+    """The items of the jobs table (jobs, markers, schedules, listings) and of the executions table.
 
+    Items are found by (tenant, id) as the adapters find them by key; `keyspace` says which partition each
+    would sit in, and the stores read partition by partition as the adapters query them (a tenant's jobs
+    bucket by bucket, a shard's live jobs partition by partition).
+    """
+
+    keyspace: Keyspace = field(default_factory=Keyspace)
     lock: threading.RLock = field(default_factory=threading.RLock)
     jobs: dict[tuple[str, str], Job] = field(default_factory=dict)
-    # The live GSI: (tenant, job id) -> (live_shard, live_due_ms); a job is in it while it holds them.
-    live: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    # The live GSI: (tenant, job id) -> (live_shard "<shard>#<bucket>", live_due_ms); a job is in it while it
+    # holds them.
+    live: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
     markers: dict[tuple[str, str], Marker] = field(default_factory=dict)
     executions: dict[tuple[str, str], dict[int, Execution]] = field(default_factory=dict)
     schedules: dict[tuple[str, str], Schedule] = field(default_factory=dict)

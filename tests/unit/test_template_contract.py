@@ -229,6 +229,7 @@ def test_given_default_parameters_when_settings_read_them_then_tunables_equal_co
         "heartbeat_ms",
         "recover_every_ms",
         "promoter_max_sleep_ms",
+        "max_executors",
         "tenant_max_concurrency",
         "aws_endpoint_url",
     ):
@@ -247,7 +248,7 @@ def keys_table_statements(template: dict[str, Any], function_id: str) -> list[di
 
 
 @pytest.mark.parametrize("function_id", ["PromoteFunction", "ReapFunction"])
-def test_given_shard_count_policy_when_compared_with_tables_module_then_it_names_only_its_item(
+def test_given_shard_count_policy_when_compared_with_tables_module_then_it_names_only_the_count_items(
     template: dict[str, Any], function_id: str
 ) -> None:
     on_keys_table = keys_table_statements(template, function_id)
@@ -256,7 +257,20 @@ def test_given_shard_count_policy_when_compared_with_tables_module_then_it_names
         st["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"]
         for st in on_keys_table
         if "ForAllValues:StringEquals" in st["Condition"]
-    ] == [[tables.SHARD_COUNT_KEY]]
+    ] == [[tables.SHARD_COUNT_KEY, tables.BUCKET_COUNT_KEY]]
+
+
+def test_given_the_api_function_when_it_is_the_first_to_start_then_it_may_record_the_bucket_count(
+    template: dict[str, Any],
+) -> None:
+    on_keys_table = keys_table_statements(template, "SubmitFunction")
+
+    assert [
+        st["Action"]
+        for st in on_keys_table
+        if st["Condition"].get("ForAllValues:StringEquals", {}).get("dynamodb:LeadingKeys")
+        == [tables.BUCKET_COUNT_KEY]
+    ] == [["dynamodb:PutItem"]]
 
 
 @pytest.mark.parametrize(
@@ -394,6 +408,9 @@ def test_given_execute_timeout_when_longest_callback_must_fit_then_one_executor_
     # remaining time (RESERVE_MS in functions/execute/app.py).
     claiming_window_s = timeout_s - constants.MAX_TIMEOUT_S - constants.ATTEMPT_WRAP_UP_S
     assert claiming_window_s > rate_s
+    # The fan-out counts a started executor as running for its claiming window.
+    assert timeout_s == constants.EXECUTE_FUNCTION_TIMEOUT_S
+    assert claiming_window_s * 1000 == constants.EXECUTOR_READ_MS
 
 
 # --- layer ----------------------------------------------------------------------------------------
@@ -540,10 +557,13 @@ def test_given_live_job_and_schedule_when_read_from_live_index_then_only_what_re
         created_ms=1_699_000_000_000,
         updated_ms=1_699_500_000_000,
     )
-    dynamodb.put_item(TableName=NAMES["JobsTable"], Item=codec.job_to_item(job))
+    keyspace = tables.Keyspace()
+    dynamodb.put_item(TableName=NAMES["JobsTable"], Item=codec.job_to_item(job, keyspace))
     dynamodb.put_item(TableName=NAMES["JobsTable"], Item=schedule_to_item(schedule, 1_700_000_300_000))
 
-    jobs_page, _ = codec.live_index_page(dynamodb, NAMES["JobsTable"], "0", None, 10)
+    jobs_page, _ = codec.live_index_page(
+        dynamodb, NAMES["JobsTable"], keyspace.live_pk(0, job.job_id), None, 10
+    )
     schedules_page, _ = codec.live_index_page(dynamodb, NAMES["JobsTable"], cron_live_shard(0), None, 10)
 
     [job_item] = jobs_page

@@ -15,6 +15,7 @@ from hookline.domain.delivery import (
     Claim,
     CronClaim,
     CronClaimResult,
+    FanOutGrant,
     Finish,
     LimiterVerdict,
     PromoteResult,
@@ -199,6 +200,14 @@ class ShardCountRecord(Protocol):
         ...
 
 
+class JobBucketRecord(Protocol):
+    """The job bucket count the jobs table's items are written with (DynamoDB, the API keys table)."""
+
+    def record_buckets(self, buckets: int, now_ms: int) -> int:
+        """Records buckets unless a count is recorded; returns the count recorded now."""
+        ...
+
+
 class DueIndex(Protocol):
     """The due-time index: members waiting for their time, promoted onto the ready stream when due (Redis)."""
 
@@ -379,8 +388,22 @@ class CronIndex(Protocol):
 class CronPass(Protocol):
     """Fires due cron schedules; runs inside every promoter tick (usecases/cron.py CronRunner)."""
 
-    def tick(self, now_ms: int) -> TickResult:
-        """Handles one batch of due schedules: moved = instances created, next_due_ms = next fire."""
+    def tick_shard(self, shard: int, now_ms: int) -> TickResult:
+        """Handles one batch of a shard's due schedules: moved = instances made, next_due_ms = next fire."""
+        ...
+
+
+class ExecutorLedger(Protocol):
+    """The executors the fan-out started and that still run, shared by every promoter (Redis)."""
+
+    def reserve_executors(
+        self, now_ms: int, wanted: int, most: int, ceiling: int, run_ms: int, start_ms: int
+    ) -> FanOutGrant:
+        """Grants up to wanted launches less those still starting, at most `most`, within the ceiling."""
+        ...
+
+    def release_executors(self, tokens: Sequence[str]) -> None:
+        """Takes back granted launches that did not start."""
         ...
 
 

@@ -15,7 +15,7 @@ class FakeCron:
         self.more = more
         self.ticks: list[int] = []
 
-    def tick(self, now_ms: int) -> TickResult:
+    def tick_shard(self, shard: int, now_ms: int) -> TickResult:
         self.ticks.append(now_ms)
         return TickResult(1, self.next_fire_ms, self.more)
 

@@ -88,6 +88,7 @@ def test_given_refuse_loopback_then_both_stacks_deploy_with_loopback_callbacks_r
 
     assert deployed["AllowLoopback"] == "false"
     assert deployed["CreateNat"] == "false"
+    assert deployed["MaxExecutors"] == str(StackOptions().max_executors)  # both stacks fan out alike
     assert hand_wired["HOOKLINE_ALLOW_LOOPBACK"] == "false"
     assert stack_parameters("redis://x", "http://y", allow_loopback=True)["AllowLoopback"] == "true"
 

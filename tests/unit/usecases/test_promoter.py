@@ -177,3 +177,34 @@ def test_given_redis_error_in_the_cron_pass_when_running_then_jobs_are_still_pro
 
     assert member(job) in world.state()["inflight"]
     assert world.metrics.counts["IndexUnavailable"] == 1
+
+
+def submit_on(world: World, shard: int, count: int, delay_s: float) -> list[Job]:
+    """Submits jobs until count of them landed on shard; returns those (the rest are due much later)."""
+    on_shard: list[Job] = []
+    while len(on_shard) < count:
+        job = world.submit(delay_s=delay_s)
+        if job.shard == shard:
+            on_shard.append(job)
+        else:
+            assert world.index.unindex(job.member(), job.shard)  # not part of the test
+    return on_shard
+
+
+def test_given_a_burst_on_one_shard_when_ticking_then_another_shards_due_job_waits_at_most_one_tick() -> None:
+    world = World(shards=2)
+    burst = submit_on(world, 0, 12, delay_s=1)
+    first = submit_on(world, 1, 1, delay_s=1)[0]
+    second = submit_on(world, 1, 1, delay_s=2)[0]
+    world.clock.advance(1_000)
+    promoter = world.promoter(batch=5)  # the burst takes three ticks
+
+    ticks = [promoter.tick()]
+    world.clock.advance(1_000)  # the second job on shard 1 falls due while the burst is still moving
+    ticks += [promoter.tick(), promoter.tick()]
+
+    assert [(t.moved, t.more_due) for t in ticks] == [(6, True), (6, True), (2, False)]
+    inflight = world.state(1)["inflight"]
+    # Each moved at the first tick after it fell due, though shard 0 still held a backlog then.
+    assert (inflight[member(first)], inflight[member(second)]) == (T0 + 1_000, T0 + 2_000)
+    assert set(world.state(0)["inflight"]) == {member(job) for job in burst}

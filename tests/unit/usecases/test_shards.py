@@ -1,12 +1,13 @@
-"""check_shard_count: the engine records its shard count and refuses to run below the recorded one."""
+"""check_shard_count and check_bucket_count: the engine records its shard and bucket counts, and refuses to
+run below the recorded shard count or with another bucket count."""
 
 from __future__ import annotations
 
 import pytest
 
 from hookline.domain.clock import FrozenClock
-from hookline.domain.errors import ShardCountLowered
-from hookline.usecases.shards import check_shard_count
+from hookline.domain.errors import JobBucketsChanged, ShardCountLowered
+from hookline.usecases.shards import check_bucket_count, check_shard_count
 from tests.fakes.keys import FakeKeyStore
 
 NOW = 1_767_225_600_000
@@ -36,3 +37,26 @@ def test_given_two_recorded_when_started_with_eight_then_the_larger_count_is_rec
 
     assert check_shard_count(keys, 8, FrozenClock(NOW)) == 8
     assert keys.shards == 8
+
+
+def test_given_no_bucket_count_recorded_when_checked_then_recorded_and_the_same_count_passes() -> None:
+    keys = FakeKeyStore()
+
+    assert check_bucket_count(keys, 8, FrozenClock(NOW)) == 8
+    assert check_bucket_count(keys, 8, FrozenClock(NOW)) == 8
+    assert keys.buckets == 8
+
+
+@pytest.mark.parametrize("configured", [4, 16])
+def test_given_eight_buckets_recorded_when_started_with_another_count_then_refused_either_way(
+    configured: int,
+) -> None:
+    keys = FakeKeyStore()
+    check_bucket_count(keys, 8, FrozenClock(NOW))
+
+    with pytest.raises(JobBucketsChanged) as refused:
+        check_bucket_count(keys, configured, FrozenClock(NOW))
+
+    assert (refused.value.recorded, refused.value.configured) == (8, configured)
+    assert f"hookline migrate-keys --buckets {configured}" in str(refused.value)
+    assert keys.buckets == 8

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
 # What a fan-out invocation of the execute function receives (it ignores its event, as with EventBridge).
 FAN_OUT_EVENT = {"source": "hookline.fan-out"}
+# Invokes sent at once: the promoter waits for a launch, so ten invokes cost about one round trip, not ten.
+MAX_PARALLEL_INVOKES = 10
 
 
 class LambdaLauncher:
@@ -20,18 +23,31 @@ class LambdaLauncher:
         self._client_factory = client_factory
         self._client: Any = None
         self._function_name = function_name
+        self._payload = json.dumps(FAN_OUT_EVENT).encode()
 
     def launch(self, count: int) -> int:
-        """Queues count asynchronous invocations; stops at the first refusal (throttling, permissions)."""
+        """Queues count asynchronous invocations, up to MAX_PARALLEL_INVOKES at a time; returns how many
+        Lambda accepted (a refusal, such as throttling, is logged and not counted)."""
+        if count <= 0:
+            return 0
         if self._client is None:
-            # Built on first use: most promoter invocations never fan out, so a cold start skips it.
+            # Built on first use: most promoter invocations never fan out, so a cold start skips it. boto3
+            # clients are thread-safe.
             self._client = self._client_factory()
-        payload = json.dumps(FAN_OUT_EVENT).encode()
-        for started in range(count):
-            try:
-                self._client.invoke(FunctionName=self._function_name, InvocationType="Event", Payload=payload)
-            except Exception:
-                # Fan-out is an optimisation: the scheduled executors still drain the stream.
-                logger.exception("fan-out invoke failed", extra={"function": self._function_name})
-                return started
-        return count
+        if count == 1:
+            return int(self._invoke())
+        with ThreadPoolExecutor(
+            max_workers=min(count, MAX_PARALLEL_INVOKES), thread_name_prefix="fan-out"
+        ) as pool:
+            return sum(pool.map(lambda _: self._invoke(), range(count)))
+
+    def _invoke(self) -> bool:
+        try:
+            self._client.invoke(
+                FunctionName=self._function_name, InvocationType="Event", Payload=self._payload
+            )
+        except Exception:
+            # Fan-out is an optimisation: the scheduled executors still drain the stream.
+            logger.exception("fan-out invoke failed", extra={"function": self._function_name})
+            return False
+        return True

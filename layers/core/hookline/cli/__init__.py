@@ -13,6 +13,7 @@ from importlib.metadata import entry_points
 
 from hookline.cli.jobs import add_job_commands
 from hookline.cli.keys import add_key_commands
+from hookline.cli.migrate import add_migrate_commands
 
 COMMANDS_GROUP = "hookline.commands"
 
@@ -23,6 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     add_key_commands(commands)
     add_job_commands(commands)
+    add_migrate_commands(commands)
     for plugin in sorted(entry_points(group=COMMANDS_GROUP), key=lambda point: point.name):
         plugin.load()(commands)
     args = parser.parse_args(argv)

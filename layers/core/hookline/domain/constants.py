@@ -42,6 +42,13 @@ RECOVER_EVERY_MS = 2_000
 ATTEMPT_WRAP_UP_S = 30.0
 # No attempt holds a job (or its in-flight member, or a concurrency slot) longer than this.
 LONGEST_ATTEMPT_MS = int((MAX_TIMEOUT_S + ATTEMPT_WRAP_UP_S) * 1000)
+# The execute function's timeout in template.yaml (tests/unit/test_template_contract.py checks they agree),
+# and so how long one execute invocation reads: all of it but the longest attempt (90 s).
+EXECUTE_FUNCTION_TIMEOUT_S = 420
+EXECUTOR_READ_MS = EXECUTE_FUNCTION_TIMEOUT_S * 1000 - LONGEST_ATTEMPT_MS
+# Fan-out: the most executors the promoters start beside the scheduled ones, running at once
+# (HOOKLINE_MAX_EXECUTORS).
+FAN_OUT_MAX_EXECUTORS = 100
 RESPONSE_BODY_PREVIEW_BYTES = 1024
 EXECUTION_RETENTION_S = 30 * 24 * 3600
 TERMINAL_JOB_RETENTION_S = 30 * 24 * 3600

@@ -104,3 +104,11 @@ class TickResult:
     moved: int
     next_due_ms: int | None
     more_due: bool  # some shard filled its batch: call again at once
+
+
+@dataclass(frozen=True)
+class FanOutGrant:
+    """Executor launches the fan-out ledger granted: one token each, and the executors running with them."""
+
+    tokens: tuple[str, ...]
+    running: int

@@ -140,3 +140,24 @@ class ShardCountLowered(HooklineError):
         )
         self.recorded = recorded
         self.configured = configured
+
+
+class JobBucketsChanged(HooklineError):
+    """The engine was started with another job bucket count than the jobs table's items were written with.
+
+    A job's partition key holds a hash of its id modulo the bucket count (adapters/dynamo/tables.py
+    Keyspace), so with another count every get, claim, finish, cancel and replay would look for existing
+    jobs under the wrong key, and reconciliation would read the wrong live-index partitions.
+    """
+
+    code = "job_buckets_changed"
+    http_status = 500
+
+    def __init__(self, recorded: int, configured: int) -> None:
+        super().__init__(
+            f"HOOKLINE_JOB_BUCKETS is {configured}, but the jobs table's items were written with {recorded} "
+            f"buckets. Set HOOKLINE_JOB_BUCKETS (the template's JobBuckets parameter) back to {recorded}, "
+            f"or stop the functions and move the items with `hookline migrate-keys --buckets {configured}`."
+        )
+        self.recorded = recorded
+        self.configured = configured

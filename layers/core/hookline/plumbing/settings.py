@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hookline.adapters.dynamo.tables import DEFAULT_JOB_BUCKETS
 from hookline.domain import constants
 from hookline.domain.leases import LeaseTiming
 
@@ -32,6 +33,10 @@ class Settings:
     aws_endpoint_url: str | None = None
     aws_region: str = "us-east-1"
     shards: int = 1
+    # A tenant's jobs spread over this many DynamoDB partition keys, and a shard's live index over as many
+    # (adapters/dynamo/tables.py Keyspace). Fixed per deployment: recorded at the first start, and the
+    # engine refuses another count (`hookline migrate-keys` moves the items to a new count).
+    job_buckets: int = DEFAULT_JOB_BUCKETS
     allow_loopback: bool = False
     executor_concurrency: int = 32
     # Leases, heartbeats and recovery (hookline.domain.leases.LeaseTiming checks the invariants between them).
@@ -54,6 +59,8 @@ class Settings:
     tenant_rate_limit_per_s: int | None = None
     # The function the promoter invokes to fan out executors; None starts no extra executors.
     execute_function: str | None = None
+    # The most fanned-out executors running at once, over every promoter (0: no fan-out).
+    max_executors: int = constants.FAN_OUT_MAX_EXECUTORS
     # Cron: the shortest gap between two occurrences of a schedule (1000 ms: cron's own limit, so no floor),
     # per-tenant overrides as "tenant=ms,tenant=ms", and how late an occurrence may fire before it counts
     # as missed (then the schedule's catch-up policy applies). Keep the grace above the claim expiry
@@ -95,6 +102,7 @@ class Settings:
             aws_endpoint_url=env.get("HOOKLINE_AWS_ENDPOINT") or None,
             aws_region=env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", default.aws_region)),
             shards=int(env.get("HOOKLINE_SHARDS", default.shards)),
+            job_buckets=int(env.get("HOOKLINE_JOB_BUCKETS", default.job_buckets)),
             allow_loopback=_flag(env.get("HOOKLINE_ALLOW_LOOPBACK")),
             executor_concurrency=int(env.get("HOOKLINE_EXECUTOR_CONCURRENCY", default.executor_concurrency)),
             redeliver_after_ms=int(env.get("HOOKLINE_REDELIVER_AFTER_MS", default.redeliver_after_ms)),
@@ -111,6 +119,7 @@ class Settings:
             api_rate_limit_per_s=int(env.get("HOOKLINE_API_RATE_LIMIT_PER_S", default.api_rate_limit_per_s)),
             tenant_rate_limit_per_s=_optional_int(env.get("HOOKLINE_TENANT_RATE_LIMIT_PER_S")),
             execute_function=env.get("HOOKLINE_EXECUTE_FUNCTION") or None,
+            max_executors=int(env.get("HOOKLINE_MAX_EXECUTORS") or default.max_executors),
             cron_min_interval_ms=int(env.get("HOOKLINE_CRON_MIN_INTERVAL_MS", default.cron_min_interval_ms)),
             cron_tenant_min_interval_ms=env.get("HOOKLINE_CRON_TENANT_MIN_INTERVAL_MS", ""),
             cron_misfire_grace_ms=int(

@@ -18,6 +18,7 @@ from redis.retry import Retry
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
+from hookline.adapters.dynamo.tables import Keyspace
 from hookline.adapters.dynamo.unindexed import DynamoUnindexedLog
 from hookline.adapters.http.client import HttpCallbackClient
 from hookline.adapters.http.safety import check_url
@@ -39,7 +40,7 @@ from hookline.usecases.reap import Reaper
 from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.scale import ExecutorScaler, FanOutPolicy, NoLauncher
 from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
-from hookline.usecases.shards import check_shard_count
+from hookline.usecases.shards import check_bucket_count, check_shard_count
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline.usecases.submit import JobSubmitter
 
@@ -76,6 +77,21 @@ def dynamodb_client(settings: Settings, max_connections: int = 50) -> Any:
 # which the claim drops).
 REDIS_RETRIES = 3
 REDIS_BACKOFF = ExponentialBackoff(cap=0.2, base=0.05)
+# Connections beyond the per-shard and per-delivery ones: the heartbeat's, the recovery pass's, the
+# scaler's, a submit's.
+REDIS_SPARE_CONNECTIONS = 16
+
+
+def redis_max_connections(settings: Settings) -> int:
+    """Returns the connections one process may open (per node, on a cluster): enough for all its threads.
+
+    The promoter blocks on each shard's wake list from a waiter thread of its own and the executor reads
+    each shard's stream from a reader thread of its own, each holding a connection while it blocks, beside
+    the executor's delivery threads. redis-py's default cap (100) would make the 100th such thread fail
+    with "Too many connections" (seen as a Redis outage that never ends) at about 100 shards. Connections
+    are opened only when needed, so a generous cap costs nothing.
+    """
+    return 2 * settings.shards + settings.executor_concurrency + REDIS_SPARE_CONNECTIONS
 
 
 def redis_client(settings: Settings) -> redis.Redis:
@@ -85,7 +101,12 @@ def redis_client(settings: Settings) -> redis.Redis:
     settings.redis_cluster it is a cluster-aware client (adapters/redis/cluster.py), which connects at its
     first command, so a cold start during an outage still starts.
     """
-    options: dict[str, Any] = {"socket_timeout": 30, "socket_connect_timeout": 1, "health_check_interval": 30}
+    options: dict[str, Any] = {
+        "socket_timeout": 30,
+        "socket_connect_timeout": 1,
+        "health_check_interval": 30,
+        "max_connections": redis_max_connections(settings),
+    }
     if settings.redis_cluster:
         # The cluster client retries connection errors, CLUSTERDOWN and unmapped slots itself, reading the
         # slot map again before each try (so a fail-over's new primary is found); it takes the number of
@@ -131,6 +152,23 @@ class Container:
         """
         return check_shard_count(self.keys, self.settings.shards, self.clock)
 
+    def check_buckets(self) -> Keyspace:
+        """Checks the jobs table's bucket count now (see keyspace); raises JobBucketsChanged."""
+        return self.keyspace
+
+    @cached_property
+    def keyspace(self) -> Keyspace:
+        """Where each item of the jobs table lives, for the deployment's job bucket count.
+
+        Built on the first use of a store of the jobs table, after checking the count against the one
+        recorded (the first start records it): with another count it raises JobBucketsChanged, and again at
+        every later use, instead of answering 404 for every existing job and never reconciling them. The
+        engine functions check at their cold start (check_buckets); the API at its first job or schedule
+        request (a 500 naming the reason).
+        """
+        check_bucket_count(self.keys, self.settings.job_buckets, self.clock)
+        return Keyspace(self.settings.job_buckets)
+
     @cached_property
     def redis(self) -> redis.Redis:
         """The Redis client."""
@@ -159,6 +197,7 @@ class Container:
             self.settings.jobs_table,
             self.settings.executions_table,
             lease_ms=self.settings.lease_ms,
+            keyspace=self.keyspace,
         )
 
     @cached_property
@@ -213,7 +252,7 @@ class Container:
     @cached_property
     def schedule_store(self) -> DynamoScheduleStore:
         """Schedule items, their instances and listings in the jobs table."""
-        return DynamoScheduleStore(self.dynamodb, self.settings.jobs_table)
+        return DynamoScheduleStore(self.dynamodb, self.settings.jobs_table, self.keyspace)
 
     @cached_property
     def cron(self) -> CronRunner:
@@ -316,9 +355,12 @@ class Container:
     @cached_property
     def fan_out(self) -> ExecutorScaler:
         """The fan-out use case: more executors while the ready streams back up."""
-        policy = FanOutPolicy(backlog_per_executor=2 * self.settings.executor_concurrency)
+        policy = FanOutPolicy(
+            backlog_per_executor=2 * self.settings.executor_concurrency,
+            max_executors=self.settings.max_executors,
+        )
         return ExecutorScaler(
-            self.index, self.clock, self.shards, self.executor_launcher, self.metrics, policy
+            self.index, self.clock, self.shards, self.executor_launcher, self.metrics, self.index, policy
         )
 
     def close(self) -> None:

@@ -73,26 +73,33 @@ class CronRunner:
         """Handles at most one batch of due schedules per shard; returns instances created and next due."""
         created, next_due, more = 0, None, False
         for shard in self._shards:
-            result = self._index.claim_cron(shard, now_ms, now_ms + self._claim_ttl_ms, self._batch)
-            more = more or len(result.claims) == self._batch
-            next_fires: list[int | None] = [result.next_ms]
-            for claim in result.claims:
-                try:
-                    fired, next_fire_ms = self._handle(shard, claim, now_ms)
-                except Exception:
-                    # One schedule's failure (DynamoDB throttling, a bad template) must not stop the
-                    # promoter's job promotion or the other schedules: the claim expires and is retried.
-                    logger.exception("cron occurrence failed", extra={"schedule": claim.member.encode()})
-                    self._metrics.count("CronFailed")
-                    continue
-                created += fired
-                next_fires.append(next_fire_ms)
-                if next_fire_ms is not None and next_fire_ms <= now_ms:
-                    more = True  # caught up one occurrence of a stalled schedule; the next is due too
-            next_due = _lowest(next_due, *next_fires)
+            result = self.tick_shard(shard, now_ms)
+            created += result.moved
+            more = more or result.more_due
+            next_due = _lowest(next_due, result.next_due_ms)
+        return TickResult(created, next_due, more)
+
+    def tick_shard(self, shard: int, now_ms: int) -> TickResult:
+        """Handles at most one batch of the shard's due schedules; returns instances created and next due."""
+        result = self._index.claim_cron(shard, now_ms, now_ms + self._claim_ttl_ms, self._batch)
+        created, more = 0, len(result.claims) == self._batch
+        next_fires: list[int | None] = [result.next_ms]
+        for claim in result.claims:
+            try:
+                fired, next_fire_ms = self._handle(shard, claim, now_ms)
+            except Exception:
+                # One schedule's failure (DynamoDB throttling, a bad template) must not stop the promoter's
+                # job promotion or the other schedules: the claim expires and is retried.
+                logger.exception("cron occurrence failed", extra={"schedule": claim.member.encode()})
+                self._metrics.count("CronFailed")
+                continue
+            created += fired
+            next_fires.append(next_fire_ms)
+            if next_fire_ms is not None and next_fire_ms <= now_ms:
+                more = True  # caught up one occurrence of a stalled schedule; the next is due too
         if created:
             self._metrics.count("CronFired", created)
-        return TickResult(created, next_due, more)
+        return TickResult(created, _lowest(*next_fires), more)
 
     def _handle(self, shard: int, claim: CronClaim, now_ms: int) -> tuple[int, int | None]:
         """Creates the claimed occurrence and those due right after it, then advances the schedule.

@@ -4,12 +4,20 @@ The promoter works shard by shard: each shard's promotion is one script on that 
 sleeps it waits on each shard's wake list separately (one command cannot span shards: on a Redis Cluster
 they live on different nodes). With one shard its own thread blocks on the list; with several, a waiter
 thread per shard does (usecases/wake.py) and the loop waits on their common signal.
+
+A tick moves at most one batch per shard, so a burst on one shard delays the others' due jobs by one tick
+at most. With several shards, a tick costs one round trip (two with cron) per shard it visits, so the loop
+visits only the shards that may have something due (DueShards): those whose earliest due member or
+schedule, as their last visit saw it, has come, those that had more than a batch due, and those whose wake
+list had a token (every script that makes a member or schedule a shard's earliest pushes one), plus every
+shard once per sweep interval, whatever it knew. A shard whose Redis failed is visited again at the next
+tick; the others are still promoted in the tick that met the failure.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from hookline.domain import constants
 from hookline.domain.delivery import TickResult
@@ -46,27 +54,47 @@ class Promoter:
         self._batch = batch
         self._sleep = sleep
         self._cron = cron
+        self._due_shards = DueShards(self._shards, max_sleep_ms)
 
-    def tick(self) -> TickResult:
-        """Promotes at most one batch per shard."""
+    def tick(self, shards: Sequence[int] | None = None) -> TickResult:
+        """Promotes at most one batch on each shard given (all by default), running the cron pass on each.
+
+        next_due_ms is the earliest due time known over every shard, visited now or before. A shard whose
+        Redis fails does not stop the others: the tick goes on, then raises the first such failure.
+        """
         now_ms = self._clock.now_ms()
-        moved, next_due, more = 0, None, False
-        for shard in self._shards:
-            result = self._index.promote(shard, now_ms, self._batch)
-            moved += result.moved
-            more = more or result.moved == self._batch
-            if result.next_due_ms is not None and (next_due is None or result.next_due_ms < next_due):
-                next_due = result.next_due_ms
+        moved, more = 0, False
+        failure: IndexUnavailable | None = None
+        for shard in self._shards if shards is None else shards:
+            try:
+                shard_moved, shard_next, shard_more = self._tick_shard(shard, now_ms)
+            except IndexUnavailable as error:
+                # Members moved before the failure stay moved (each script is atomic); the shard counts as
+                # unknown, so the next tick visits it again.
+                self._due_shards.forget(shard)
+                failure = failure or error
+                continue
+            moved += shard_moved
+            more = more or shard_more
+            self._due_shards.saw(shard, shard_next, shard_more, now_ms)
         if moved:
             self._metrics.count("Promoted", moved)
+        if failure is not None:
+            raise failure
+        return TickResult(moved, self._due_shards.earliest(), more)
+
+    def _tick_shard(self, shard: int, now_ms: int) -> tuple[int, int | None, bool]:
+        """Promotes one batch of the shard and runs its cron pass; returns (moved, next due, more due)."""
+        result = self._index.promote(shard, now_ms, self._batch)
+        next_due, more = result.next_due_ms, result.moved == self._batch
         if self._cron is not None:
             # Instances are indexed as they are created (due now: onto the ready stream), so they are not
             # counted as promoted; the next fire time bounds the sleep like a due job does.
-            fired = self._cron.tick(now_ms)
+            fired = self._cron.tick_shard(shard, now_ms)
             more = more or fired.more_due
             if fired.next_due_ms is not None and (next_due is None or fired.next_due_ms < next_due):
                 next_due = fired.next_due_ms
-        return TickResult(moved, next_due, more)
+        return result.moved, next_due, more
 
     def run(self, deadline_ms: int, between: Callable[[], object] | None = None) -> int:
         """Promotes until deadline_ms, sleeping until the next due time or a wake-up; returns jobs moved.
@@ -85,7 +113,10 @@ class Promoter:
         try:
             while self._clock.now_ms() < deadline_ms:
                 try:
-                    result = self.tick()
+                    visit = None
+                    if waiters is not None:
+                        visit = self._due_shards.to_visit(self._clock.now_ms(), waiters.take_woken())
+                    result = self.tick(visit)
                     total += result.moved
                     if between is not None:
                         between()
@@ -132,3 +163,47 @@ class Promoter:
             if self._index.poll_wake(self._shards):
                 return
             self._sleep(max(0, min(FINE_SLEEP_MS, target_ms - self._clock.now_ms())) / 1000)
+
+
+class DueShards:
+    """What the promoter knows of each shard's next due time, and so which shards a tick must visit.
+
+    A shard's knowledge comes from its last visit (the earliest due member or schedule left, or "more than
+    a batch was due"). It can only become wrong one way that matters, a new earliest member or schedule,
+    and every script that makes one pushes a wake token, which the shard's waiter takes: a woken shard is
+    visited. A sweep of every shard each sweep_ms (the promoter's longest sleep) bounds what a lost token
+    (a fail-over, a BLPOP reply lost with its connection) or another promoter's claims could delay.
+    """
+
+    def __init__(self, shards: Sequence[int], sweep_ms: int) -> None:
+        self._shards = list(shards)
+        self._sweep_ms = max(1, sweep_ms)
+        self._next_sweep_ms: int | None = None
+        self._next_due: dict[int, int | None] = {}  # shard -> earliest due (None: nothing); absent: unknown
+
+    def to_visit(self, now_ms: int, woken: Collection[int]) -> list[int] | None:
+        """Returns the shards a tick at now_ms must visit (woken: those whose wake list had a token since
+        the last tick); None for all of them (a sweep)."""
+        if self._next_sweep_ms is None or now_ms >= self._next_sweep_ms:
+            self._next_sweep_ms = now_ms + self._sweep_ms
+            return None
+        return [shard for shard in self._shards if shard in woken or self._may_be_due(shard, now_ms)]
+
+    def saw(self, shard: int, next_due_ms: int | None, more: bool, now_ms: int) -> None:
+        """Records a visit: the earliest due time left (None: nothing), or that more was due already."""
+        self._next_due[shard] = now_ms if more else next_due_ms
+
+    def forget(self, shard: int) -> None:
+        """Makes the shard unknown (its visit failed): the next tick visits it."""
+        self._next_due.pop(shard, None)
+
+    def earliest(self) -> int | None:
+        """Returns the earliest due time known over every shard."""
+        known = [due for due in self._next_due.values() if due is not None]
+        return min(known) if known else None
+
+    def _may_be_due(self, shard: int, now_ms: int) -> bool:
+        if shard not in self._next_due:
+            return True
+        due = self._next_due[shard]
+        return due is not None and due <= now_ms

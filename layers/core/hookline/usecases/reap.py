@@ -13,7 +13,7 @@ from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, NullStats, Re
 from hookline.usecases.cron import ScheduleReconciler
 from hookline.usecases.outage import Outage
 from hookline.usecases.reconcile import JobReconciler
-from hookline.usecases.recover import Recovered, Recoverer
+from hookline.usecases.recover import SCAN_START, Recovered, Recoverer
 
 logger = logging.getLogger(__name__)
 
@@ -21,6 +21,14 @@ logger = logging.getLogger(__name__)
 CONSUMER_IDLE_MS = 3_600_000
 # Between passes, how often watch() asks whether Redis lost its state.
 WATCH_INTERVAL_MS = 1_000
+
+
+@dataclass
+class _ShardWork:
+    """How far one run got with one shard; a shard worked again in the same run goes on from here."""
+
+    redeliver_cursor: str | None = SCAN_START  # None: every pending entry was looked at
+    tidied: bool = False  # the dead stream trimmed, idle consumers pruned, the depth gauged
 
 
 @dataclass
@@ -71,25 +79,35 @@ class Reaper:
             store, stream, clock, shards, metrics, redeliver_after_ms, max_deliveries, self._stats
         )
         self._sleep = sleep
+        self._start = 0  # where the next run starts (runs rotate through the shards)
 
     def run(self, deadline_ms: int) -> ReapReport:
-        """Re-delivers, reconciles and trims every shard, stopping early at deadline_ms.
+        """Re-delivers, tidies and reconciles every shard, each in its own share of the time to deadline_ms.
 
-        A Redis blip does not end the run: the shard at hand is tried again after a back-off (100 ms
-        doubling to 500 ms) until the deadline; every step is idempotent, so a repeat is harmless.
+        Shards are worked in rounds (_share): in a round each shard not yet done gets the time left
+        divided by the shards left in the round, so a shard with a huge backlog to re-deliver or
+        reconcile takes at most its share before the others get theirs, and what a quick shard leaves
+        goes to those after it. Shards cut short are worked again in the next round, with what the round
+        before left over, going on where they stopped (the re-delivery scan from its cursor, the
+        reconcile scan from the cursor it keeps in Redis). Each run starts one shard further on, so the
+        same shard is not always the last. A Redis blip does not end the run: the shard at hand is tried
+        again after a back-off (100 ms doubling to 500 ms) within its share; every step is idempotent, so a
+        repeat is harmless.
         """
         report = ReapReport()
+        recovered = Recovered()
         outage = Outage(self._clock, self._metrics, "reap")
-        pending = list(self._shards)
-        while pending and self._clock.now_ms() < deadline_ms:
-            try:
-                self._reap_shard(pending[0], deadline_ms, report)
-            except IndexUnavailable as error:
-                report.reconcile_complete[pending[0]] = False
-                self._sleep(outage.failed(error, deadline_ms))
-                continue
-            outage.succeeded()
-            pending.pop(0)
+        work = {shard: _ShardWork() for shard in self._shards}
+
+        def reap(shard: int, until_ms: int) -> bool:
+            return self._reap_shard(shard, until_ms, work[shard], report, recovered)
+
+        try:
+            self._share(self._next_order(), deadline_ms, outage, report, reap)
+        finally:
+            report.redelivered += recovered.redelivered
+            report.dead_lettered += recovered.dead_lettered
+            report.malformed += recovered.malformed
         self._metrics.count("Redelivered", report.redelivered)
         self._metrics.count("Reindexed", report.reindexed)
         return report
@@ -101,7 +119,7 @@ class Reaper:
         empty Redis the jobs that were in flight are indexed again within about a second, not at the next
         scheduled run. The same check indexes the jobs writers noted while Redis failed them (one read of
         the notes, before the pass too), so a job accepted during an outage is indexed about a second
-        after Redis answers again.
+        after Redis answers again. Shards that lost their state together share the time as in run().
         """
         early = ReapReport()
         # Redis away: the pass below waits it out, and the loop after it repairs.
@@ -112,18 +130,24 @@ class Reaper:
         report.reindexed += early.reindexed
         counted = report.reindexed
         outage = Outage(self._clock, self._metrics, "reap")
+
+        def rebuild(shard: int, until_ms: int) -> bool:
+            self._stream.ensure_group(shard)
+            return self._reconcile_shard(shard, until_ms, report)
+
         while self._clock.now_ms() < deadline_ms:
             self._sleep(max(0, min(interval_ms, deadline_ms - self._clock.now_ms())) / 1000)
             try:
-                for shard in self._shards:
-                    if self._clock.now_ms() < deadline_ms and self._jobs.lost_state(shard):
-                        self._stream.ensure_group(shard)
-                        self._reconcile_shard(shard, deadline_ms, report)
-                self._repair_unindexed(deadline_ms, report)
+                lost = [shard for shard in self._shards if self._jobs.lost_state(shard)]
             except IndexUnavailable as error:
                 self._sleep(outage.failed(error, deadline_ms))
                 continue
             outage.succeeded()
+            self._share(lost, deadline_ms, outage, report, rebuild)
+            try:
+                self._repair_unindexed(deadline_ms, report)
+            except IndexUnavailable as error:
+                self._sleep(outage.failed(error, deadline_ms))
         self._metrics.count("Reindexed", report.reindexed - counted)
         return report
 
@@ -139,25 +163,92 @@ class Reaper:
             logger.exception("reading the unindexed jobs' notes failed")
             self._metrics.count("UnindexedReadFailed")
 
-    def _reap_shard(self, shard: int, deadline_ms: int, report: ReapReport) -> None:
+    def _next_order(self) -> list[int]:
+        """Returns the shards in this run's order: each run starts one shard further on."""
+        start = self._start % len(self._shards) if self._shards else 0
+        self._start = start + 1
+        return self._shards[start:] + self._shards[:start]
+
+    def _share(
+        self,
+        shards: Sequence[int],
+        deadline_ms: int,
+        outage: Outage,
+        report: ReapReport,
+        step: Callable[[int, int], bool],
+    ) -> None:
+        """Runs step(shard, until_ms) on each shard until it says done, each in its share of the time left.
+
+        In each round, a shard's share ends at now + (deadline_ms - now) / (shards left in the round), so
+        every shard gets at least an even share of the time the round began with (a step overruns its end
+        by at most one request); a shard the step left unfinished goes to the next round. A step that
+        returns unfinished has spent its share (it stops only at its end), so every round takes time and
+        the loop ends at deadline_ms.
+        """
+        pending = list(shards)
+        while pending and self._clock.now_ms() < deadline_ms:
+            unfinished: list[int] = []
+            for position, shard in enumerate(pending):
+                now_ms = self._clock.now_ms()
+                if now_ms >= deadline_ms:
+                    unfinished.extend(pending[position:])
+                    break
+                until_ms = min(
+                    deadline_ms, now_ms + max(1, (deadline_ms - now_ms) // (len(pending) - position))
+                )
+                if not self._visit(shard, until_ms, outage, report, step):
+                    unfinished.append(shard)
+            pending = unfinished
+
+    def _visit(
+        self, shard: int, until_ms: int, outage: Outage, report: ReapReport, step: Callable[[int, int], bool]
+    ) -> bool:
+        """Runs step on a shard until it is done or until_ms, backing off from Redis blips; True when done."""
+        while True:
+            try:
+                done = step(shard, until_ms)
+            except IndexUnavailable as error:
+                report.reconcile_complete[shard] = False
+                self._sleep(outage.failed(error, until_ms))
+                if self._clock.now_ms() >= until_ms:
+                    return False
+                continue
+            outage.succeeded()
+            return done
+
+    def _reap_shard(
+        self, shard: int, until_ms: int, work: _ShardWork, report: ReapReport, recovered: Recovered
+    ) -> bool:
+        """Works one shard until done or until_ms, going on from `work`; True when every step is done.
+
+        If a step fails halfway, `work` still says where the shard stood before it: the step is done again
+        (re-delivery from its last cursor, reconcile from the cursor it saved in Redis), which is harmless.
+        """
         self._stream.ensure_group(shard)
-        self.redeliver(shard, report)
-        self._reconcile_shard(shard, deadline_ms, report)
-        self._stream.trim_dead(shard)
-        self._stream.prune_consumers(shard, CONSUMER_IDLE_MS)
-        due, inflight = self._due.depth(shard)
-        self._metrics.gauge("QueueDepth", due + inflight)
+        if work.redeliver_cursor is not None:
+            work.redeliver_cursor = self._recoverer.recover_shard(
+                shard, recovered, cursor=work.redeliver_cursor, deadline_ms=until_ms
+            )
+            if work.redeliver_cursor is not None:
+                return False
+        if not work.tidied:
+            self._stream.trim_dead(shard)
+            self._stream.prune_consumers(shard, CONSUMER_IDLE_MS)
+            due, inflight = self._due.depth(shard)
+            self._metrics.gauge("QueueDepth", due + inflight)
+            work.tidied = True
+        return self._reconcile_shard(shard, until_ms, report)
 
     def redeliver(self, shard: int, report: ReapReport) -> None:
-        """Re-adds every entry whose consumer is gone; dead-letters those out of deliveries."""
+        """Re-adds every entry of the shard whose consumer is gone; dead-letters those out of deliveries."""
         done = Recovered()
         self._recoverer.recover_shard(shard, done)
         report.redelivered += done.redelivered
         report.dead_lettered += done.dead_lettered
         report.malformed += done.malformed
 
-    def _reconcile_shard(self, shard: int, deadline_ms: int, report: ReapReport) -> None:
-        """Indexes again the shard's live jobs and schedules that Redis lost."""
+    def _reconcile_shard(self, shard: int, deadline_ms: int, report: ReapReport) -> bool:
+        """Indexes again the shard's live jobs and schedules that Redis lost; True when both scans ended."""
         result = self._jobs.reconcile(shard, deadline_ms)
         report.live_seen += result.seen
         report.reindexed += result.reindexed
@@ -170,3 +261,4 @@ class Reaper:
             report.schedules_restored += restored
             complete = complete and schedules_complete
         report.reconcile_complete[shard] = complete
+        return complete

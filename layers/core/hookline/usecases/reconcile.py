@@ -12,7 +12,10 @@ lease expiry):
 A scan stops at the invocation's deadline and keeps its cursor in Redis; the next run goes on from there
 and starts over only once it reached the end. So a backlog too large for one run cannot starve the jobs
 near its end (near-due ones, and leases about to expire, sort last): every job in the range is read within
-ceil(range / one run's pages) runs, and the most overdue ones again as soon as a scan wraps around.
+ceil(range / one run's pages) runs, and the most overdue ones again as soon as a scan wraps around. A
+shard's live jobs spread over one index partition per job bucket; every page reads each partition not yet
+at its end (the store's cursor keeps each one's position), so the argument holds per partition: no
+partition's tail waits for another's.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ logger = logging.getLogger(__name__)
 
 # Batches of one executor's recovery pass per shard; what is left waits for the next pass (bounded work).
 MAX_BATCHES_PER_PASS = 10
+# Where a scan of a shard's pending entries starts (and what the stream answers once it went round).
+SCAN_START = "0-0"
 
 
 @dataclass
@@ -64,10 +66,24 @@ class Recoverer:
             self._metrics.count("Redelivered", done.redelivered)
         return done.redelivered
 
-    def recover_shard(self, shard: int, into: Recovered, max_batches: int | None = None) -> None:
-        """Scans the shard's pending entries (all of them when max_batches is None), adding to `into`."""
-        cursor, batches = "0-0", 0
+    def recover_shard(
+        self,
+        shard: int,
+        into: Recovered,
+        max_batches: int | None = None,
+        cursor: str = SCAN_START,
+        deadline_ms: int | None = None,
+    ) -> str | None:
+        """Scans the shard's pending entries from cursor, adding to `into`; returns where it stopped.
+
+        The scan stops after max_batches batches (None: no limit) or, once a batch is done, at deadline_ms
+        (None: none); it returns None when it looked at every pending entry, else the cursor to go on
+        from. The first batch always runs, so a caller that comes back with the cursor makes progress.
+        """
+        batches = 0
         while max_batches is None or batches < max_batches:
+            if batches and deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
+                return cursor
             result = self._stream.redeliver(
                 shard, self._redeliver_after_ms, self._clock.now_ms(), self._max_deliveries, cursor
             )
@@ -77,8 +93,9 @@ class Recoverer:
             for entry in result.exhausted:
                 self._dead_letter(entry, into)
             if result.scan_finished:
-                return
+                return None
             cursor = result.next_cursor
+        return cursor
 
     def _dead_letter(self, entry: StreamEntry, into: Recovered) -> None:
         """Ends a delivery that kept being abandoned (a poison message must not loop forever)."""

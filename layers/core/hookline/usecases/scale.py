@@ -1,20 +1,34 @@
-"""Fan-out: starting more executors while the ready streams back up, between promoter runs.
+"""Fan-out: starting more executors while the ready streams back up, up to a ceiling.
 
 EventBridge starts one executor a minute, and one executor holds at most `executor_concurrency`
-callbacks in flight. When submits outpace that, entries wait in the ready streams; the promoter, which
-runs all the time, notices and starts more executors (async Lambda invokes in AWS, threads in the local
-stack). Nothing counts the executors already running (Lambda does not say), so the scaler bounds itself
-instead: a few launches per check, then a cool-down long enough for the new executors to start reading.
+callbacks in flight. When submits outpace that, entries wait in the ready streams unread; the promoter,
+which runs all the time, notices and starts more executors (async Lambda invokes in AWS, threads in the
+local stack). Lambda does not say how many executors run, so the promoters keep a ledger of those the
+fan-out started, shared in Redis (ports.ExecutorLedger): a launch counts as running for as long as an
+executor reads (`executor_run_ms`), and as starting for its first `start_ms` (a cold start: until it
+reads, the backlog does not show it).
+
+Each check (every `check_interval_ms`) asks for one executor per `backlog_per_executor` unread entries
+(the executors reading now are busy, or the entries would not be unread), less those still starting,
+at most `max_launch_per_check`, and never more running than `max_executors`. So a backlog that lasts
+brings the fleet up to the ceiling within ceiling / max_launch_per_check checks, and keeps it there while
+executors end their runs and are replaced. (Before, a check started at most 4 and then waited 10 s
+whatever the backlog: 0.4 launches a second, each reading for 90 s, kept about 36 fanned-out executors
+running, plus the scheduled ones.)
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hookline.domain import constants
 from hookline.domain.errors import IndexUnavailable
-from hookline.ports import Clock, ExecutorLauncher, MetricsSink, ReadyStream
+from hookline.ports import Clock, ExecutorLauncher, ExecutorLedger, MetricsSink, ReadyStream
 from hookline.usecases.promote import Promoter
+
+logger = logging.getLogger(__name__)
 
 
 class NoLauncher:
@@ -32,16 +46,22 @@ class FanOutPolicy:
     Attributes:
         backlog_per_executor: Entries no executor has read yet that justify one more executor (two
             executors' worth of concurrency by default).
-        max_launch_per_check: At most this many executors started by one check.
+        max_executors: The most fanned-out executors running at once, over every promoter (the
+            scheduled ones come on top).
+        max_launch_per_check: At most this many executors started by one check (each is one Lambda
+            invoke on the promoter's thread).
         check_interval_ms: How often the backlog is read.
-        cooldown_ms: After a launch, how long to wait before launching again, so that new executors
-            (a cold start takes seconds) get to read before they are judged insufficient.
+        start_ms: How long a started executor counts as starting: launched, not yet reading.
+        executor_run_ms: How long a started executor reads (the execute function's timeout less the
+            time it keeps for its last callbacks); after that it no longer counts.
     """
 
     backlog_per_executor: int = 64
-    max_launch_per_check: int = 4
+    max_executors: int = constants.FAN_OUT_MAX_EXECUTORS
+    max_launch_per_check: int = 10
     check_interval_ms: int = 1_000
-    cooldown_ms: int = 10_000
+    start_ms: int = 10_000
+    executor_run_ms: int = constants.EXECUTOR_READ_MS
 
 
 class ExecutorScaler:
@@ -54,6 +74,7 @@ class ExecutorScaler:
         shards: Sequence[int],
         launcher: ExecutorLauncher,
         metrics: MetricsSink,
+        ledger: ExecutorLedger,
         policy: FanOutPolicy | None = None,
     ) -> None:
         self._stream = stream
@@ -61,6 +82,7 @@ class ExecutorScaler:
         self._shards = list(shards)
         self._launcher = launcher
         self._metrics = metrics
+        self._ledger = ledger
         self._policy = policy or FanOutPolicy()
         self._next_check_ms = 0
 
@@ -80,11 +102,28 @@ class ExecutorScaler:
         if now_ms < self._next_check_ms:
             return 0
         policy = self._policy
-        wanted = min(policy.max_launch_per_check, self.backlog() // policy.backlog_per_executor)
-        started = self._launcher.launch(wanted) if wanted > 0 else 0
-        self._next_check_ms = now_ms + (policy.cooldown_ms if started else policy.check_interval_ms)
+        self._next_check_ms = now_ms + policy.check_interval_ms
+        wanted = self.backlog() // policy.backlog_per_executor
+        if wanted <= 0:
+            return 0
+        grant = self._ledger.reserve_executors(
+            now_ms,
+            wanted,
+            policy.max_launch_per_check,
+            policy.max_executors,
+            policy.executor_run_ms,
+            policy.start_ms,
+        )
+        if not grant.tokens:
+            return 0
+        started = self._launcher.launch(len(grant.tokens))
+        if started < len(grant.tokens):
+            # The launcher stopped at a refusal (throttling, permissions): what did not start must not count
+            # against the ceiling. If this release fails, those tokens count until executor_run_ms passes.
+            self._ledger.release_executors(grant.tokens[started:])
         if started:
             self._metrics.count("ExecutorsLaunched", started)
+        self._metrics.gauge("FanOutExecutors", grant.running - (len(grant.tokens) - started))
         return started
 
     def promote_until(self, promoter: Promoter, deadline_ms: int) -> int:
@@ -100,5 +139,6 @@ class ExecutorScaler:
         try:
             self.check()
         except IndexUnavailable:
-            # The backlog cannot be read while Redis is away; the promoter's loop waits the outage out.
+            # The backlog (or the ledger) cannot be read while Redis is away; the promoter's loop waits the
+            # outage out.
             return

@@ -44,6 +44,8 @@ class ShardWaiters:
         self._shards = list(shards)
         self._max_block_ms = max(1, max_block_ms)
         self._signal = threading.Event()
+        self._lock = threading.Lock()
+        self._woken: set[int] = set()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._error: BaseException | None = None
@@ -71,6 +73,17 @@ class ShardWaiters:
             self._signal.clear()
         return woken
 
+    def take_woken(self) -> set[int]:
+        """Returns the shards whose wake list had a token since the last call (or whose wait failed, which
+        may have lost one), and forgets them."""
+        with self._lock:
+            woken, self._woken = self._woken, set()
+        return woken
+
+    def _mark(self, shard: int) -> None:
+        with self._lock:
+            self._woken.add(shard)
+
     def stop(self) -> None:
         """Stops the waiters and waits for each to leave its BLPOP."""
         self._stop.set()
@@ -84,7 +97,9 @@ class ShardWaiters:
             try:
                 woken = self._index.wait_for_wake([shard], min(self._max_block_ms, deadline_ms - now_ms))
             except IndexUnavailable as error:
-                # The promoter's own loop backs off too; this waiter tries again after its own back-off.
+                # The promoter's own loop backs off too; this waiter tries again after its own back-off. A
+                # reply lost with its connection may have taken a token: the next tick visits the shard.
+                self._mark(shard)
                 self._stop.wait(outage.failed(error, deadline_ms))
                 continue
             except BaseException as error:
@@ -94,4 +109,5 @@ class ShardWaiters:
                 return
             outage.succeeded()
             if woken:
+                self._mark(shard)  # before the signal: the tick the signal starts must see the shard
                 self._signal.set()

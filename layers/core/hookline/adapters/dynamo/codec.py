@@ -87,15 +87,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def job_key(tenant: str, job_id: str) -> Item:
-    """Returns the primary key of a job item."""
-    return to_attribute_values({tables.JOBS_PK: tenant, tables.JOBS_SK: tables.job_sk(job_id)})
+def job_key(keyspace: tables.Keyspace, tenant: str, job_id: str) -> Item:
+    """Returns the primary key of a job item (its tenant's bucket, and its id)."""
+    return to_attribute_values(
+        {tables.JOBS_PK: keyspace.job_pk(tenant, job_id), tables.JOBS_SK: tables.job_sk(job_id)}
+    )
 
 
-def job_to_item(job: Job) -> Item:
+def job_to_item(job: Job, keyspace: tables.Keyspace) -> Item:
     """Returns the full item of a job, with the live-index attributes only while it is live."""
     values: dict[str, Any] = {
-        tables.JOBS_PK: job.tenant,
+        tables.JOBS_PK: keyspace.job_pk(job.tenant, job.job_id),
         tables.JOBS_SK: tables.job_sk(job.job_id),
         "job_id": job.job_id,
         "status": job.status.value,
@@ -123,7 +125,7 @@ def job_to_item(job: Job) -> Item:
         "attempt_base": job.attempt_base or None,
     }
     if job.status.is_live:
-        values[tables.LIVE_PK] = str(job.shard)
+        values[tables.LIVE_PK] = keyspace.live_pk(job.shard, job.job_id)
         values[tables.LIVE_SK] = job.due_ms
     return to_attribute_values(values)
 
@@ -132,7 +134,7 @@ def item_to_job(item: Item) -> Job:
     """Returns the job an item holds."""
     v = from_attribute_values(item)
     return Job(
-        tenant=v[tables.JOBS_PK],
+        tenant=tables.tenant_of(v[tables.JOBS_PK]),
         job_id=v["job_id"],
         status=JobStatus(v["status"]),
         generation=v["generation"],
@@ -164,7 +166,7 @@ def item_to_live_job(item: Item) -> LiveJob:
     """Returns what reconciliation needs of a live job, from its item as the live GSI projects it."""
     v = from_attribute_values(item)
     return LiveJob(
-        tenant=v[tables.JOBS_PK],
+        tenant=tables.tenant_of(v[tables.JOBS_PK]),
         job_id=v["job_id"],
         status=JobStatus(v["status"]),
         generation=v["generation"],

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hookline.adapters.dynamo import codec, tables
+from hookline.adapters.dynamo import codec, paging, tables
 from hookline.adapters.dynamo.transactions import CONDITION_FAILED, Transactions
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
@@ -36,8 +35,9 @@ CANCELLABLE = "#status = :scheduled"
 # Only a dead job is replayed: a live one would then run twice, a succeeded one again.
 REPLAYABLE = "#status = :dead"
 
-# A job listing reads this many items per query when filtering by status, and at most LIST_MAX_READ_ITEMS
-# per call (about 1 MB of reads), so a sparse filter cannot make one request scan a whole tenant.
+# A job listing reads this many items per round of queries (split over the buckets) when filtering by
+# status, and at most LIST_MAX_READ_ITEMS per call (about 1 MB of reads), so a sparse filter cannot make one
+# request scan a whole tenant.
 LIST_FILTERED_BATCH = 200
 LIST_MAX_READ_ITEMS = 1000
 
@@ -103,12 +103,17 @@ class DynamoJobStore:
         executions_table: str,
         lease_ms: int = constants.LEASE_MS,
         transactions: Transactions | None = None,
+        keyspace: tables.Keyspace | None = None,
     ) -> None:
         self._client = client
+        self._keyspace = keyspace or tables.Keyspace()
         self._jobs = jobs_table
         self._executions = executions_table
         self._lease_ms = lease_ms
         self._transactions = transactions or Transactions(client)
+
+    def _key(self, tenant: str, job_id: str) -> codec.Item:
+        return codec.job_key(self._keyspace, tenant, job_id)
 
     def create(self, job: Job, request_hash: str, now_ms: int) -> tuple[Job, bool]:
         """Stores a new job; with an idempotency key, returns the earlier job of the same request instead.
@@ -117,7 +122,7 @@ class DynamoJobStore:
         """
         job_put = {
             "TableName": self._jobs,
-            "Item": codec.job_to_item(job),
+            "Item": codec.job_to_item(job, self._keyspace),
             "ConditionExpression": ITEM_IS_NEW,
             "ExpressionAttributeNames": _names(ITEM_IS_NEW),
         }
@@ -126,7 +131,7 @@ class DynamoJobStore:
             return job, True
         marker = codec.to_attribute_values(
             {
-                tables.JOBS_PK: job.tenant,
+                tables.JOBS_PK: self._keyspace.marker_pk(job.tenant, job.idempotency_key),
                 tables.JOBS_SK: tables.idempotency_sk(job.idempotency_key),
                 "job_id": job.job_id,
                 "request_hash": request_hash,
@@ -150,7 +155,10 @@ class DynamoJobStore:
         reply = self._client.get_item(
             TableName=self._jobs,
             Key=codec.to_attribute_values(
-                {tables.JOBS_PK: tenant, tables.JOBS_SK: tables.idempotency_sk(idempotency_key)}
+                {
+                    tables.JOBS_PK: self._keyspace.marker_pk(tenant, idempotency_key),
+                    tables.JOBS_SK: tables.idempotency_sk(idempotency_key),
+                }
             ),
             ConsistentRead=True,
         )
@@ -165,7 +173,7 @@ class DynamoJobStore:
     def get(self, tenant: str, job_id: str) -> Job:
         """Returns the tenant's job; raises NotFound (also for another tenant's id)."""
         reply = self._client.get_item(
-            TableName=self._jobs, Key=codec.job_key(tenant, job_id), ConsistentRead=True
+            TableName=self._jobs, Key=self._key(tenant, job_id), ConsistentRead=True
         )
         if "Item" not in reply:
             raise NotFound(f"job {job_id} not found")
@@ -189,7 +197,7 @@ class DynamoJobStore:
         try:
             reply = self._client.update_item(
                 TableName=self._jobs,
-                Key=codec.job_key(member.tenant, member.job_id),
+                Key=self._key(member.tenant, member.job_id),
                 UpdateExpression=update,
                 ConditionExpression=CLAIMABLE,
                 ExpressionAttributeNames=_names(update, CLAIMABLE),
@@ -232,7 +240,7 @@ class DynamoJobStore:
         try:
             self._client.update_item(
                 TableName=self._jobs,
-                Key=codec.job_key(job.tenant, job.job_id),
+                Key=self._key(job.tenant, job.job_id),
                 UpdateExpression=update,
                 ConditionExpression=HELD_BY_ATTEMPT,
                 ExpressionAttributeNames=_names(update, HELD_BY_ATTEMPT),
@@ -287,7 +295,7 @@ class DynamoJobStore:
         expression = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
         update = {
             "TableName": self._jobs,
-            "Key": codec.job_key(job.tenant, job.job_id),
+            "Key": self._key(job.tenant, job.job_id),
             "UpdateExpression": expression,
             "ConditionExpression": HELD_BY_ATTEMPT,
             "ExpressionAttributeNames": _names(expression, HELD_BY_ATTEMPT),
@@ -315,7 +323,7 @@ class DynamoJobStore:
         try:
             self._client.update_item(
                 TableName=self._jobs,
-                Key=codec.job_key(member.tenant, member.job_id),
+                Key=self._key(member.tenant, member.job_id),
                 UpdateExpression=update,
                 ConditionExpression=DEAD_LETTERABLE,
                 ExpressionAttributeNames=_names(update, DEAD_LETTERABLE),
@@ -371,7 +379,7 @@ class DynamoJobStore:
         try:
             reply = self._client.update_item(
                 TableName=self._jobs,
-                Key=codec.job_key(tenant, job_id),
+                Key=self._key(tenant, job_id),
                 UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=_names(update, condition),
@@ -390,17 +398,21 @@ class DynamoJobStore:
     ) -> tuple[list[LiveJob], str | None]:
         """Returns a page of the shard's live jobs (sparse GSI) and the cursor to go on from (None: done).
 
-        The index orders a shard's jobs by live_due_ms: the due time of a waiting job, the lease expiry of a
-        running one. due_before_ms keeps only those that can be overdue by then. The GSI projects only what
-        reconciliation reads (tables.LIVE_JOB_ATTRIBUTES), never a body. The cursor is the page's last key
-        as JSON, so a caller may keep it between invocations.
+        A shard's live jobs spread over one GSI partition per bucket ("<shard>#<bucket>"); each page reads
+        every partition not yet at its end (paging.scan_partitions), each in live_due_ms order: the due time
+        of a waiting job, the lease expiry of a running one. due_before_ms keeps only those that can be
+        overdue by then. The GSI projects only what reconciliation reads (tables.LIVE_JOB_ATTRIBUTES), never
+        a body. The cursor is JSON holding each partition's last key, so a caller may keep it between
+        invocations.
         """
-        start_key = None if cursor is None else json.loads(cursor)
-        items, last_key = codec.live_index_page(
-            self._client, self._jobs, str(shard), start_key, limit, sort_at_most=due_before_ms
-        )
-        jobs = [codec.item_to_live_job(item) for item in items]
-        return jobs, None if last_key is None else json.dumps(last_key, sort_keys=True)
+
+        def fetch(partition: str, start_key: Any, page: int) -> tuple[list[LiveJob], Any]:
+            items, last_key = codec.live_index_page(
+                self._client, self._jobs, partition, start_key, page, sort_at_most=due_before_ms
+            )
+            return [codec.item_to_live_job(item) for item in items], last_key
+
+        return paging.scan_partitions(self._keyspace.live_pks(shard), fetch, cursor, limit)
 
     def executions(self, tenant: str, job_id: str) -> list[Execution]:
         """Returns every recorded attempt of a job, oldest first."""
@@ -429,46 +441,55 @@ class DynamoJobStore:
         after_job_id: str | None,
         limit: int,
         max_read: int = LIST_MAX_READ_ITEMS,
+        filtered_batch: int = LIST_FILTERED_BATCH,
     ) -> tuple[list[Job], str | None]:
         """Returns up to `limit` of the tenant's jobs, newest first, and the job id to go on after (or None).
 
-        A status filter is applied after the read (the table has no status index), so one call reads at most
-        `max_read` items: a sparse status can yield a short page that still has a continuation.
+        The tenant's jobs spread over its buckets; every bucket is queried after the position and the pages
+        merged by id (paging.merge_newest_first), so the position stays one job id. A status filter is
+        applied after the read (the table has no status index), so one call reads at most `max_read` items:
+        a sparse status can yield a short page that still has a continuation.
         """
-        request: dict[str, Any] = {
-            "TableName": self._jobs,
-            "KeyConditionExpression": "#pk = :tenant AND begins_with(#sk, :prefix)",
-            "ScanIndexForward": False,
-            # Without a filter, one item more than the page tells whether another page exists.
-            "Limit": limit + 1 if status is None else LIST_FILTERED_BATCH,
-        }
-        values: dict[str, Any] = {":tenant": tenant, ":prefix": tables.JOB_SK_PREFIX}
-        expressions = [request["KeyConditionExpression"]]
+        expressions = ["#pk = :pk AND begins_with(#sk, :prefix)"]
         if status is not None:
-            request["FilterExpression"] = "#status = :status"
-            values[":status"] = status.value
-            expressions.append(request["FilterExpression"])
-        request["ExpressionAttributeNames"] = _names(*expressions)
-        request["ExpressionAttributeValues"] = codec.to_attribute_values(values)
-        if after_job_id is not None:
-            request["ExclusiveStartKey"] = codec.job_key(tenant, after_job_id)
-        jobs: list[Job] = []
-        read = 0
-        while True:
+            expressions.append("#status = :status")
+
+        def fetch(bucket: int, after: str | None, page: int) -> paging.BucketPage[Job]:
+            pk = tables.bucket_pk(tenant, bucket)
+            request: dict[str, Any] = {
+                "TableName": self._jobs,
+                "KeyConditionExpression": expressions[0],
+                "ScanIndexForward": False,
+                "Limit": page,
+                "ExpressionAttributeNames": _names(*expressions),
+            }
+            values: dict[str, Any] = {":pk": pk, ":prefix": tables.JOB_SK_PREFIX}
+            if status is not None:
+                request["FilterExpression"] = expressions[1]
+                values[":status"] = status.value
+            request["ExpressionAttributeValues"] = codec.to_attribute_values(values)
+            if after is not None:
+                request["ExclusiveStartKey"] = codec.to_attribute_values(
+                    {tables.JOBS_PK: pk, tables.JOBS_SK: tables.job_sk(after)}
+                )
             reply = self._client.query(**request)
-            jobs += [codec.item_to_job(item) for item in reply.get("Items", [])]
-            read += int(reply.get("ScannedCount", 0))
             last_key = reply.get("LastEvaluatedKey")
-            if len(jobs) > limit or last_key is None or read >= max_read:
-                break
-            request["ExclusiveStartKey"] = last_key
-        if len(jobs) > limit:
-            return jobs[:limit], jobs[limit - 1].job_id
-        if last_key is None:
-            return jobs, None
-        # Everything up to the last evaluated key was read (filtered-out items included): go on after it.
-        last_sk = str(codec.from_attribute_values(last_key)[tables.JOBS_SK])
-        return jobs, last_sk.removeprefix(tables.JOB_SK_PREFIX)
+            last = None
+            if last_key is not None:
+                last_sk = str(codec.from_attribute_values(last_key)[tables.JOBS_SK])
+                last = last_sk.removeprefix(tables.JOB_SK_PREFIX)
+            jobs = [codec.item_to_job(item) for item in reply.get("Items", [])]
+            return paging.BucketPage(jobs, last, int(reply.get("ScannedCount", 0)))
+
+        return paging.merge_newest_first(
+            self._keyspace.buckets,
+            fetch,
+            lambda job: job.job_id,
+            after_job_id,
+            limit,
+            None if status is None else max(1, filtered_batch // self._keyspace.buckets),
+            max_read,
+        )
 
     def replay(self, tenant: str, job_id: str, shard: int, now_ms: int) -> Job:
         """Turns a dead job into a scheduled one due now: a new generation with a fresh attempt budget.
@@ -476,7 +497,7 @@ class DynamoJobStore:
         The attempt counter keeps counting (the run starts at attempt_base), so the new run's execution
         records never overwrite the old run's.
 
-        The caller passes the job's shard (fixed at creation) because the live index keys it as a string.
+        The caller passes the job's shard (fixed at creation): its live index partition is shard and bucket.
         Raises NotFound for an unknown (or another tenant's) job and StaleState when it is not dead.
         """
         update = (
@@ -494,7 +515,7 @@ class DynamoJobStore:
                 ":dead": JobStatus.DEAD.value,
                 ":one": 1,
                 ":now_ms": now_ms,
-                ":shard": str(shard),
+                ":shard": self._keyspace.live_pk(shard, job_id),
             },
             returns="ALL_NEW",
             rule="only a dead job can be replayed",
@@ -502,6 +523,4 @@ class DynamoJobStore:
 
     def check(self) -> None:
         """Does one cheap read, so a health check learns whether the jobs table answers."""
-        self._client.get_item(
-            TableName=self._jobs, Key=codec.job_key("health#", "check"), ConsistentRead=False
-        )
+        self._client.get_item(TableName=self._jobs, Key=self._key("health#", "check"), ConsistentRead=False)

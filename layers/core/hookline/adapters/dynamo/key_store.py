@@ -135,6 +135,50 @@ class DynamoKeyStore:
             return int(codec.from_attribute_values(reply["Item"])["shards"])
         return shards
 
+    def record_buckets(self, buckets: int, now_ms: int) -> int:
+        """Records buckets as the jobs table's bucket count unless one is recorded; returns the one recorded.
+
+        A read first (every start after the first one costs only that), then one conditional put, so
+        concurrent first starts agree: the first put wins, the others read it.
+        """
+        recorded = self.recorded_buckets()
+        if recorded is not None:
+            return recorded
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=codec.to_attribute_values(
+                    {tables.API_KEYS_PK: tables.BUCKET_COUNT_KEY, "buckets": buckets, "updated_ms": now_ms}
+                ),
+                ConditionExpression="attribute_not_exists(#key_id)",
+                ExpressionAttributeNames={"#key_id": tables.API_KEYS_PK},
+            )
+        except ClientError as error:
+            if codec.error_code(error) != "ConditionalCheckFailedException":
+                raise
+            recorded = self.recorded_buckets()
+            assert recorded is not None  # the condition failed: the item exists
+            return recorded
+        return buckets
+
+    def recorded_buckets(self) -> int | None:
+        """Returns the recorded bucket count, None before the first start."""
+        reply = self._client.get_item(
+            TableName=self._table,
+            Key=codec.to_attribute_values({tables.API_KEYS_PK: tables.BUCKET_COUNT_KEY}),
+            ConsistentRead=True,
+        )
+        return int(codec.from_attribute_values(reply["Item"])["buckets"]) if "Item" in reply else None
+
+    def set_buckets(self, buckets: int, now_ms: int) -> None:
+        """Records buckets whatever is recorded (`hookline migrate-keys`, once every item was moved)."""
+        self._client.put_item(
+            TableName=self._table,
+            Item=codec.to_attribute_values(
+                {tables.API_KEYS_PK: tables.BUCKET_COUNT_KEY, "buckets": buckets, "updated_ms": now_ms}
+            ),
+        )
+
     def _put_tenant(
         self, tenant: str, secrets: SigningSecrets, now_ms: int, condition: dict[str, Any]
     ) -> None:

@@ -1,10 +1,11 @@
 """Does the schedule items of the jobs table, the jobs their occurrences create, and per-schedule listings.
 
-Item layout (pk = tenant in every case):
+Item layout (pk = tenant for these; an instance's job item is keyed as any job, tables.Keyspace):
 - `sched#<schedule id>`: the schedule. While active (not paused) it also sits in the sparse `live` GSI under
-  live_shard = "cron:<shard>" (a string no job uses: jobs use "<shard>"), so reconciliation can list a
-  shard's active schedules without a new index. Its live_due_ms is the next fire time as of the item's last
-  write, not kept current per occurrence (that would double the writes); nothing reads it as a due time.
+  live_shard = "cron:<shard>" (a string no job uses: jobs use "<shard>#<bucket>"), so reconciliation can
+  list a shard's active schedules without a new index. Its live_due_ms is the next fire time as of the
+  item's last write, not kept current per occurrence (that would double the writes); nothing reads it as a
+  due time.
 - `sjob#<schedule id>#<job id>`: one listing item per instance. Instance ids are time-ordered by fire time,
   so a Query on the prefix lists a schedule's instances newest first in pages, however many jobs the
   tenant has (a filter on the tenant's jobs would read all of them).
@@ -110,9 +111,10 @@ def item_to_schedule(item: codec.Item) -> Schedule:
 class DynamoScheduleStore:
     """Reads and writes schedules and their instances; every write is conditional."""
 
-    def __init__(self, client: Any, jobs_table: str) -> None:
+    def __init__(self, client: Any, jobs_table: str, keyspace: tables.Keyspace | None = None) -> None:
         self._client = client
         self._jobs = jobs_table
+        self._keyspace = keyspace or tables.Keyspace()
 
     def create(self, schedule: Schedule, next_fire_ms: int | None) -> None:
         """Stores a new schedule (its id is fresh, so the condition only guards against a reused id)."""
@@ -209,7 +211,7 @@ class DynamoScheduleStore:
         try:
             self._client.put_item(
                 TableName=self._jobs,
-                Item=codec.job_to_item(job),
+                Item=codec.job_to_item(job, self._keyspace),
                 ConditionExpression=ITEM_IS_NEW,
                 ExpressionAttributeNames=_names(ITEM_IS_NEW),
             )
@@ -266,7 +268,10 @@ class DynamoScheduleStore:
     def _batch_get_jobs(self, tenant: str, job_ids: list[str]) -> list[Job]:
         jobs: list[Job] = []
         for start in range(0, len(job_ids), BATCH_GET_MAX):
-            keys = [codec.job_key(tenant, job_id) for job_id in job_ids[start : start + BATCH_GET_MAX]]
+            keys = [
+                codec.job_key(self._keyspace, tenant, job_id)
+                for job_id in job_ids[start : start + BATCH_GET_MAX]
+            ]
             request: dict[str, Any] = {self._jobs: {"Keys": keys, "ConsistentRead": True}}
             while request:
                 reply = self._client.batch_get_item(RequestItems=request)

@@ -1,16 +1,23 @@
-"""DynamoDB attribute and index names the code relies on.
+"""DynamoDB attribute and index names the code relies on, and the jobs table's keyspace (Keyspace).
 
 `template.yaml` is the single definition of the tables; tests/unit/test_template_contract.py fails when the
 names here and the template disagree, and local tables are created from the template itself.
 """
 
-# Jobs table: pk = tenant, sk = "<item type>#<id>", so a tenant's jobs list newest first.
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+# Jobs table: sk = "<item type>#<id>". A job or an idempotency marker sits under pk "<tenant>#<bucket>"
+# (Keyspace), a schedule and its listing items under pk "<tenant>": see Keyspace.
 JOBS_PK = "pk"
 JOBS_SK = "sk"
 JOB_SK_PREFIX = "job#"
 IDEMPOTENCY_SK_PREFIX = "idem#"
 SCHEDULE_SK_PREFIX = "sched#"
-# Sparse GSI: only live jobs carry these two attributes; the reaper's reconciliation reads it.
+# Sparse GSI: only live jobs (live_shard "<shard>#<bucket>") and active schedules ("cron:<shard>") carry
+# these two attributes; the reaper's reconciliation reads it.
 LIVE_INDEX = "live"
 LIVE_PK = "live_shard"
 LIVE_SK = "live_due_ms"
@@ -46,6 +53,8 @@ DEPLOYMENT_ITEM_PREFIX = "deployment#"
 SHARD_COUNT_KEY = f"{DEPLOYMENT_ITEM_PREFIX}shards"
 # One item per shard (adapters/dynamo/unindexed.py): jobs written while Redis did not answer.
 UNINDEXED_KEY_PREFIX = f"{DEPLOYMENT_ITEM_PREFIX}unindexed#"
+# BUCKET_COUNT_KEY holds `buckets`, the Keyspace bucket count the jobs table's items were written with.
+BUCKET_COUNT_KEY = f"{DEPLOYMENT_ITEM_PREFIX}buckets"
 RESERVED_KEY_PREFIXES = (TENANT_ITEM_PREFIX, DEPLOYMENT_ITEM_PREFIX)
 
 
@@ -72,3 +81,75 @@ def unindexed_key(shard: int) -> str:
 def tenant_item_key(tenant: str) -> str:
     """Returns the key id under which a tenant's signing secrets are stored in the API keys table."""
     return f"{TENANT_ITEM_PREFIX}{tenant}"
+
+
+# A tenant's jobs and markers spread over this many partition keys (HOOKLINE_JOB_BUCKETS). DynamoDB serves
+# about 1,000 WCU/s per partition key value, and a job's life (put, claim, finish) costs about 4 WCU at 1 KB
+# in the table and again in the live index: 8 buckets lift one tenant, and one shard's live index, from
+# ~250 to ~2,000 jobs/s, while a listing page costs 8 small queries and a reconcile pass 8 per shard.
+# Split-for-heat does not help here: job ids (ULIDs) grow, so every write lands at the end of the range.
+DEFAULT_JOB_BUCKETS = 8
+MAX_JOB_BUCKETS = 64
+
+
+@dataclass(frozen=True)
+class Keyspace:
+    """Where each item of the jobs table lives, for a deployment's fixed bucket count.
+
+    - job `job#<id>`: pk "<tenant>#<bucket(id)>"; in the live GSI under "<shard>#<bucket(id)>".
+    - idempotency marker `idem#<key>`: pk "<tenant>#<bucket(key)>".
+    - schedule `sched#<id>` and listing items `sjob#<schedule id>#<job id>`: pk "<tenant>". A tenant's
+      schedule writes are few (API changes; one small listing item per occurrence, bounded by the cron
+      frequency floor), and a schedule's instances list from one partition in order; active schedules sit
+      in the live GSI under "cron:<shard>".
+
+    The bucket is a hash of the id, so get, claim, finish, cancel and replay find an item with no extra read;
+    it is blake2b, not the shard's crc32, so a shard's jobs still spread over every bucket. A pk ends in
+    "#<digits>" only for jobs and markers and tenant ids hold no "#" (cli/keys.py TENANT_PATTERN), so no two
+    tenants share a partition, and the tenant is the pk up to its last "#".
+
+    The count is fixed per deployment: a different count would look for existing jobs under other keys.
+    The engine records it (BUCKET_COUNT_KEY) and refuses to start with another; `hookline migrate-keys`
+    moves items to the layout of a new count while the functions are stopped (cli/migrate.py).
+    """
+
+    buckets: int = DEFAULT_JOB_BUCKETS
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.buckets <= MAX_JOB_BUCKETS:
+            raise ValueError(f"job buckets must be 1..{MAX_JOB_BUCKETS}, not {self.buckets}")
+
+    def bucket_of(self, key: str) -> int:
+        """Returns the bucket of a job id or an idempotency key."""
+        digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") % self.buckets
+
+    def job_pk(self, tenant: str, job_id: str) -> str:
+        """Returns the partition key of a job item."""
+        return bucket_pk(tenant, self.bucket_of(job_id))
+
+    def marker_pk(self, tenant: str, idempotency_key: str) -> str:
+        """Returns the partition key of an idempotency marker (spread by the key, not by the job id)."""
+        return bucket_pk(tenant, self.bucket_of(IDEMPOTENCY_SK_PREFIX + idempotency_key))
+
+    def live_pk(self, shard: int, job_id: str) -> str:
+        """Returns the live GSI partition of a live job: its shard and its bucket."""
+        return f"{shard}#{self.bucket_of(job_id)}"
+
+    def live_pks(self, shard: int) -> list[str]:
+        """Returns every live GSI partition of a shard's jobs, bucket 0 first."""
+        return [f"{shard}#{bucket}" for bucket in range(self.buckets)]
+
+    def tenant_pks(self, tenant: str) -> list[str]:
+        """Returns every partition key of a tenant's jobs, bucket 0 first."""
+        return [bucket_pk(tenant, bucket) for bucket in range(self.buckets)]
+
+
+def bucket_pk(tenant: str, bucket: int) -> str:
+    """Returns the partition key of a tenant's bucket."""
+    return f"{tenant}#{bucket}"
+
+
+def tenant_of(pk: str) -> str:
+    """Returns the tenant of a job's or a marker's partition key (everything before the last "#")."""
+    return pk.rpartition("#")[0]

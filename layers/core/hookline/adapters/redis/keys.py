@@ -62,6 +62,11 @@ def cron_claims_key(shard: int) -> str:
     return f"{_shard_tag(shard)}:cron:claims"
 
 
+def fan_out_key() -> str:
+    """ZSET: token → launch time (ms); the executors the fan-out started, shared by every promoter."""
+    return "{hl:fanout}:executors"
+
+
 def rate_key(tenant: str, key: str) -> str:
     """ZSET: admission id → admission time (ms); the sliding-window log of one rate-limit key."""
     return f"{{hl:rl:{tenant}:{key}}}:rate"

@@ -21,6 +21,7 @@ SCRIPT_NAMES = (
     "cron_claim",
     "cron_advance",
     "cron_set",
+    "fanout_reserve",
 )
 
 
