@@ -2,8 +2,9 @@
 
 The issue: with ~15,000 jobs scheduled ahead the deployed stack's submits slowed from ~50/s to ~5/s. This
 script starts ministack alone (as `hookline dev` does, on a free loopback port), creates the tables from
-template.yaml, and times Hookline's own adapter calls at --sizes jobs stored (all in the tenant's
-partition and, with the template's Shards=1, in one partition of the live index):
+template.yaml, and times Hookline's own adapter calls at --sizes jobs stored (one tenant, spread over the
+template's default 8 job buckets: 8 partitions of the table and, with Shards=1, 8 of the live index, each
+page reading all 8):
 
   put       a submit without an idempotency key (PutItem with a condition)
   txn       a submit with one (TransactWriteItems: the job and its marker, both conditional)
@@ -31,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hookline.adapters.dynamo import codec
+from hookline.adapters.dynamo import codec, tables
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.domain.ids import new_id
 from hookline.domain.models import Job, JobStatus
@@ -43,6 +44,7 @@ from hookline_local.template import create_tables, find_template, load_template
 TENANT = "dev"
 TABLES = {"JobsTable": "jobs", "ExecutionsTable": "executions", "ApiKeysTable": "api-keys"}
 BATCH = 25  # BatchWriteItem's limit
+KEYSPACE = tables.Keyspace()  # the template's JobBuckets default
 
 
 def free_port() -> int:
@@ -81,7 +83,7 @@ def fill(dynamodb: Any, count: int) -> None:
     now_ms = time.time_ns() // 1_000_000
     for start in range(0, count, BATCH):
         puts = [
-            {"PutRequest": {"Item": codec.job_to_item(a_job(now_ms))}}
+            {"PutRequest": {"Item": codec.job_to_item(a_job(now_ms), KEYSPACE)}}
             for _ in range(min(BATCH, count - start))
         ]
         request: dict[str, Any] = {TABLES["JobsTable"]: puts}
@@ -117,7 +119,9 @@ def measure(stock: bool, sizes: list[int], repeat: int, rebuild: bool) -> dict[i
         try:
             dynamodb = aws_client("dynamodb", f"http://127.0.0.1:{port}", "us-east-1")
             create_tables(dynamodb, load_template(find_template()), TABLES)
-            store = DynamoJobStore(dynamodb, TABLES["JobsTable"], TABLES["ExecutionsTable"])
+            store = DynamoJobStore(
+                dynamodb, TABLES["JobsTable"], TABLES["ExecutionsTable"], keyspace=KEYSPACE
+            )
             stored = 0
             for size in sorted(sizes):
                 fill(dynamodb, size - stored)
