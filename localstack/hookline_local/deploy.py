@@ -8,6 +8,9 @@ The steps are `sam build` and `sam package` done by hand, so that no Docker and 
 - package: each artifact zipped to the endpoint's S3 and its CodeUri/ContentUri replaced by the object;
 - deploy: CreateStack with the SAM transform and the given parameters, waiting for CREATE_COMPLETE.
 
+`python -m hookline_local.deploy` runs the same steps from a shell: the ready.d hook
+(localstack/ready.d/10-hookline.sh) calls it, in LocalStack's container and for `hookline dev` alike.
+
 Two steps make up for what an emulator does not do (AWS does both by itself): tables get the TTL their
 TimeToLiveSpecification names, and each scheduled function is invoked once at the end, as its first
 tick, instead of a minute later (the emulator's first `rate(1 minute)` fires one interval after creation).
@@ -15,7 +18,9 @@ tick, instead of a minute later (the emulator's first `rate(1 minute)` fires one
 
 from __future__ import annotations
 
+import argparse
 import copy
+import dataclasses
 import hashlib
 import io
 import json
@@ -32,11 +37,12 @@ from typing import Any
 
 import boto3
 
-from hookline_local.template import FUNCTION_TYPE, TABLE_TYPE, load_template, ttl_attribute
+from hookline_local.template import FUNCTION_TYPE, TABLE_TYPE, find_template, load_template, ttl_attribute
 
 LAYER_TYPE = "AWS::Serverless::LayerVersion"
 ARTIFACT_BUCKET = "hookline-artifacts"
 DEPLOY_TIMEOUT_S = 120.0
+DEFAULT_ENDPOINT = "http://localhost:4566"
 _API_URL = re.compile(r"^https://(?P<api_id>[^.]+)\.execute-api\.[^/]+/(?P<stage>[^/]+)/?$")
 _SKIPPED = {"__pycache__"}
 
@@ -309,3 +315,99 @@ def endpoint_api_url(api_url: str, endpoint: str) -> str:
     if match is None:
         raise DeployError(f"ApiUrl {api_url!r} is not an execute-api URL")
     return f"{endpoint.rstrip('/')}/_aws/execute-api/{match['api_id']}/{match['stage']}"
+
+
+def write_deployed(deployed: Deployed, path: Path) -> None:
+    """Writes a created stack as JSON (read back with read_deployed), atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.partial")
+    partial.write_text(json.dumps(dataclasses.asdict(deployed), indent=2, sort_keys=True), encoding="utf-8")
+    partial.replace(path)
+
+
+def read_deployed(path: Path) -> Deployed:
+    """Reads a created stack that write_deployed wrote."""
+    fields = json.loads(path.read_text(encoding="utf-8"))
+    return Deployed(
+        stack_name=str(fields["stack_name"]),
+        outputs={str(key): str(value) for key, value in fields["outputs"].items()},
+        api_url=str(fields["api_url"]),
+        functions={str(key): str(value) for key, value in fields["functions"].items()},
+    )
+
+
+def template_python_version(template: Mapping[str, Any]) -> str:
+    """Returns "major.minor" of the Globals' Lambda runtime (python3.11 -> 3.11): the layer's wheels' Python
+    where the emulator honours the declared runtime, as LocalStack does."""
+    runtime = str(template.get("Globals", {}).get("Function", {}).get("Runtime", ""))
+    if not runtime.startswith("python"):
+        raise DeployError(f"the template's Globals declare no Python runtime ({runtime!r})")
+    return runtime.removeprefix("python")
+
+
+def parse_parameters(pairs: Iterable[str]) -> dict[str, str]:
+    """Returns NAME=VALUE pairs as a dict.
+
+    Raises:
+        DeployError: A pair has no "=" or no name.
+    """
+    parameters: dict[str, str] = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not equals or not name:
+            raise DeployError(f"a parameter must be NAME=VALUE, not {pair!r}")
+        parameters[name] = value
+    return parameters
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m hookline_local.deploy`: deploys template.yaml to an endpoint; see --help."""
+    parser = argparse.ArgumentParser(
+        prog="python -m hookline_local.deploy",
+        description="Build, package and deploy template.yaml to a LocalStack-compatible endpoint.",
+    )
+    parser.add_argument(
+        "--endpoint", default=DEFAULT_ENDPOINT, help=f"AWS endpoint (default {DEFAULT_ENDPOINT})"
+    )
+    parser.add_argument("--template", type=Path, default=None, help="default: $HOOKLINE_TEMPLATE, else found")
+    parser.add_argument("--stack-name", default="hookline")
+    parser.add_argument(
+        "--parameter", action="append", default=[], metavar="NAME=VALUE", help="a template parameter"
+    )
+    parser.add_argument("--build-dir", type=Path, default=Path(".hookline/build"))
+    parser.add_argument("--cache-dir", type=Path, default=Path(".hookline/cache"))
+    parser.add_argument(
+        "--python-version", default=None, help="the functions' Python, major.minor (default: the template's)"
+    )
+    parser.add_argument("--region", default="us-east-1")
+    parser.add_argument(
+        "--no-first-tick", action="store_true", help="do not invoke the scheduled functions once at the end"
+    )
+    parser.add_argument("--output", type=Path, default=None, help="write the created stack here as JSON")
+    args = parser.parse_args(argv)
+    try:
+        template_path = args.template or find_template()
+        options = DeployOptions(
+            endpoint=args.endpoint,
+            stack_name=args.stack_name,
+            parameters=parse_parameters(args.parameter),
+            build_dir=args.build_dir,
+            cache_dir=args.cache_dir,
+            python_version=args.python_version or template_python_version(load_template(template_path)),
+            region=args.region,
+            first_tick=not args.no_first_tick,
+        )
+        deployed = deploy(template_path, options, log=lambda line: print(line, flush=True))
+    except DeployError as error:
+        print(f"deploying {args.stack_name} to {args.endpoint} failed: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: stop quietly
+        return 130
+    if args.output is not None:
+        write_deployed(deployed, args.output)
+    print(f"stack {deployed.stack_name}: API at {deployed.api_url}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -8,7 +8,11 @@ account. A loopback forwarder keeps the API at http://127.0.0.1:3000 and serves 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -20,7 +24,7 @@ from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.domain.clock import SystemClock
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline_local import services
-from hookline_local.deploy import Deployed, DeployError, DeployOptions, aws_client, deploy, first_tick
+from hookline_local.deploy import Deployed, DeployError, DeployOptions, aws_client, first_tick, read_deployed
 from hookline_local.emulator import discard_scratch, emulator_python, python_version, start_emulator
 from hookline_local.forwarder import Forwarder
 from hookline_local.gateway import GatewayServer
@@ -111,8 +115,7 @@ class DeployedStack:
             self._children.append(start_emulator(options.aws_port, self.emulator_log, python))
             endpoint = f"http://127.0.0.1:{options.aws_port}"
         redis_url = f"redis://127.0.0.1:{options.redis_port}/0"
-        self.deployed = deployed = deploy(
-            find_template(),
+        self.deployed = deployed = run_ready_hook(
             DeployOptions(
                 endpoint=endpoint,
                 stack_name=STACK_NAME,
@@ -127,7 +130,8 @@ class DeployedStack:
                 region=REGION,
                 first_tick=False,
             ),
-            log=self._report,
+            options.state_dir / "deployed.json",
+            report=self._report,
         )
         self._dynamodb = aws_client("dynamodb", endpoint, REGION)
         keys = DynamoKeyStore(self._dynamodb, deployed.outputs["ApiKeysTableName"])
@@ -165,6 +169,75 @@ class DeployedStack:
         self._children.clear()
         discard_scratch(self.emulator_log)
         self.env_file.unlink(missing_ok=True)
+
+
+def ready_hook() -> Path:
+    """Returns the ready.d hook that deploys the template: LocalStack runs it in its container."""
+    return find_template().parent / "localstack" / "ready.d" / "10-hookline.sh"
+
+
+def ready_hook_environment(options: DeployOptions, output: Path) -> dict[str, str]:
+    """Returns the variables that make the ready.d hook deploy with `options` and write the stack to output.
+
+    Raises:
+        DeployError: A parameter value has a space (the hook splits HOOKLINE_STACK_PARAMETERS on spaces).
+    """
+    for name, value in options.parameters.items():
+        if any(character.isspace() for character in f"{name}{value}"):
+            raise DeployError(f"parameter {name}={value!r}: the ready.d hook takes no spaces in parameters")
+    return {
+        "HOOKLINE_SRC": str(find_template().parent),
+        # This interpreter has boto3, PyYAML and pip (the layer's build); the emulator's has no Hookline.
+        "HOOKLINE_PYTHON": sys.executable,
+        "HOOKLINE_AWS_ENDPOINT": options.endpoint,
+        "HOOKLINE_STACK_NAME": options.stack_name,
+        "HOOKLINE_STACK_PARAMETERS": " ".join(
+            f"{name}={value}" for name, value in options.parameters.items()
+        ),
+        "HOOKLINE_LAMBDA_PYTHON": options.python_version,
+        "HOOKLINE_BUILD_DIR": str(options.build_dir.resolve()),
+        "HOOKLINE_CACHE_DIR": str(options.cache_dir.resolve()),
+        "HOOKLINE_DEPLOY_OUTPUT": str(output.resolve()),
+        "HOOKLINE_FIRST_TICK": "1" if options.first_tick else "0",
+    }
+
+
+def run_ready_hook(options: DeployOptions, output: Path, report: Callable[[str], None] = print) -> Deployed:
+    """Deploys through the ready.d hook, as LocalStack would run it once ready; returns the created stack.
+
+    ministack has no ready.d outside its container, so `hookline dev` runs the same script once the
+    emulator answers its health check. The hook's output goes to report line by line.
+
+    Raises:
+        DeployError: The hook failed (its output says why).
+    """
+    output.unlink(missing_ok=True)
+    environment = {**os.environ, **ready_hook_environment(options, output)}
+    # Its own session: a Ctrl-C meant for `hookline dev` reaches it through the except below, once.
+    hook = subprocess.Popen(
+        ["sh", str(ready_hook())],
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert hook.stdout is not None
+        for line in hook.stdout:
+            report(line.rstrip("\n"))
+        code = hook.wait()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(hook.pid, signal.SIGKILL)
+        hook.wait()
+        raise
+    if code != 0:
+        raise DeployError(
+            f"the ready.d hook {ready_hook()} failed with exit status {code} (its output is above)"
+        )
+    return read_deployed(output)
 
 
 def warm_api(api_url: str) -> None:

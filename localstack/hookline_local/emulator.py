@@ -12,10 +12,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from hookline_local import ministack_main
 from hookline_local.services import ChildProcess, ServiceError, _http_answers, _wait_until
 from hookline_local.template import find_template
 
 EMULATOR_PYTHON_ENV = "HOOKLINE_EMULATOR_PYTHON"
+# Set to 1: run ministack as released, without hookline_local/ministack_main.py's workaround (to measure it,
+# or should a newer ministack break it).
+EMULATOR_STOCK_ENV = "HOOKLINE_EMULATOR_STOCK"
 HEALTH_PATH = "/_localstack/health"
 # Variables of ours that must not reach the emulator: it hands its own environment to every Lambda worker
 # it spawns, and a deployed function must see only what the template gives it.
@@ -97,8 +101,18 @@ def discard_scratch(log_path: Path) -> None:
     )
 
 
-def start_emulator(port: int, log_path: Path, python: Path | None = None) -> ChildProcess:
-    """Starts ministack on 127.0.0.1:port and waits until its health endpoint answers."""
+def start_emulator(
+    port: int, log_path: Path, python: Path | None = None, stock: bool | None = None
+) -> ChildProcess:
+    """Starts ministack on 127.0.0.1:port and waits until its health endpoint answers.
+
+    It runs through hookline_local/ministack_main.py, which works around a defect of its DynamoDB (an
+    expression parsed again for every item a Query reads); stock=True runs `python -m ministack` as
+    released, for measuring the difference (bench/emulator_dynamodb.py); by default HOOKLINE_EMULATOR_STOCK=1
+    asks for that.
+    """
+    if stock is None:
+        stock = os.environ.get(EMULATOR_STOCK_ENV) == "1"
     interpreter = python or emulator_python()
     scratch = scratch_dir(log_path)
     for left in scratch.parent.glob(f"{scratch.name}*"):
@@ -106,7 +120,7 @@ def start_emulator(port: int, log_path: Path, python: Path | None = None) -> Chi
     scratch.mkdir(parents=True)
     child = ChildProcess(
         "emulator",
-        [str(interpreter), "-m", "ministack"],
+        [str(interpreter), "-m", "ministack"] if stock else [str(interpreter), ministack_main.__file__],
         log_path,
         env=emulator_environment(port, scratch),
         whole_group=True,

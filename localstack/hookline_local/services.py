@@ -133,7 +133,10 @@ class ChildProcess:
                 time.sleep(0.05)
             if not _group_alive(group):
                 break
-        self._process.poll()
+        # The group looks gone once the child is a zombie, which /proc shows while its other threads are
+        # still exiting: wait for the child itself, or its Popen is still "running" (a ResourceWarning).
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(timeout=STOP_TIMEOUT_S)
 
 
 def _group_alive(group: int) -> bool:

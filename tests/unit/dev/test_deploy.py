@@ -11,10 +11,15 @@ import pytest
 from moto import mock_aws
 
 from hookline_local.deploy import (
+    Deployed,
     DeployError,
     endpoint_api_url,
     package,
+    parse_parameters,
+    read_deployed,
     scheduled_functions,
+    template_python_version,
+    write_deployed,
     zip_directory,
 )
 from hookline_local.deployed import stack_parameters
@@ -86,3 +91,26 @@ def test_given_refuse_loopback_then_both_stacks_deploy_with_loopback_callbacks_r
     assert deployed["MaxExecutors"] == str(StackOptions().max_executors)  # both stacks fan out alike
     assert hand_wired["HOOKLINE_ALLOW_LOOPBACK"] == "false"
     assert stack_parameters("redis://x", "http://y", allow_loopback=True)["AllowLoopback"] == "true"
+
+
+def test_given_deployed_stack_when_written_then_read_back_equal(tmp_path: Path) -> None:
+    deployed = Deployed(
+        stack_name="hookline",
+        outputs={"ApiUrl": "https://abc.execute-api.us-east-1.amazonaws.com/dev"},
+        api_url="http://127.0.0.1:4566/_aws/execute-api/abc/dev",
+        functions={"SubmitFunction": "hookline-SubmitFunction-1"},
+    )
+    write_deployed(deployed, tmp_path / "out" / "deployed.json")
+    assert read_deployed(tmp_path / "out" / "deployed.json") == deployed
+
+
+def test_given_pairs_when_parsed_then_parameters_and_a_pair_without_equals_is_refused() -> None:
+    assert parse_parameters(["A=1", "B=x=y", "C="]) == {"A": "1", "B": "x=y", "C": ""}
+    with pytest.raises(DeployError, match="NAME=VALUE"):
+        parse_parameters(["A"])
+
+
+def test_given_template_then_its_runtime_names_the_layer_wheels_python() -> None:
+    assert template_python_version({"Globals": {"Function": {"Runtime": "python3.12"}}}) == "3.12"
+    with pytest.raises(DeployError, match="no Python runtime"):
+        template_python_version({"Globals": {"Function": {"Runtime": "nodejs20.x"}}})
