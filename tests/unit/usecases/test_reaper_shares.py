@@ -23,6 +23,11 @@ SHARDS = 3
 SLOW_SHARD = 0
 SLOW_PAGE_MS = 10_000
 RUN_MS = 60_000
+# Jobs lost on SLOW_SHARD. A page reads one job from each of the shard's 8 live partitions (buckets), so a
+# scan takes as many pages as its fullest bucket holds jobs: with 80, at least 10 (more than the 6 a run
+# has time for), whatever buckets the jobs' random ids hash to. With 30 the fullest bucket held 6 or fewer
+# in about half of the draws, and the slow shard's scan sometimes fit in one run.
+SLOW_BACKLOG = 80
 # Lost jobs fall due this soon after the crashed executor's entries turn idle: within the due scan's horizon.
 DUE_AFTER_IDLE_S = REDELIVER_AFTER_MS / 1000 + 2
 
@@ -97,7 +102,8 @@ def test_given_a_shard_with_a_huge_backlog_when_reaped_then_the_other_shards_are
         doomed.ensure_group(shard)
     doomed.read_ready(list(range(SHARDS)), 100, 0)  # an executor that dies holding every ready entry
     lost = {
-        shard: submit_on(world, shard, 1 if shard else 30, delay_s=DUE_AFTER_IDLE_S) for shard in range(3)
+        shard: submit_on(world, shard, 1 if shard else SLOW_BACKLOG, delay_s=DUE_AFTER_IDLE_S)
+        for shard in range(3)
     }
     lose(world, [job for jobs in lost.values() for job in jobs])
     world.clock.advance(REDELIVER_AFTER_MS)
@@ -124,7 +130,7 @@ def test_given_a_shard_with_a_huge_backlog_when_reaped_then_the_other_shards_are
 def test_given_a_shard_cut_short_when_reaped_again_then_it_goes_on_from_where_it_stopped() -> None:
     world = World(shards=SHARDS)
     reaper(world, world.store, page=100).run(world.clock.now_ms() + RUN_MS)
-    lost = submit_on(world, SLOW_SHARD, 30, delay_s=3_600)
+    lost = submit_on(world, SLOW_SHARD, SLOW_BACKLOG, delay_s=3_600)
     world.memory.flushall()  # every shard must be rebuilt: shard 0's rebuild outlasts a run
     slow = reaper(world, SlowShardStore(world))
     runs = []
@@ -198,7 +204,9 @@ def test_given_one_shards_node_down_for_the_whole_run_when_reaped_then_the_other
 def test_given_redis_flushed_while_watching_then_a_huge_shard_does_not_hold_up_the_others_rebuild() -> None:
     world = World(shards=SHARDS)
     reaper(world, world.store, page=100).run(world.clock.now_ms() + RUN_MS)  # first rebuilds: all settled
-    later = {shard: submit_on(world, shard, 1 if shard else 30, delay_s=3_600) for shard in range(SHARDS)}
+    later = {
+        shard: submit_on(world, shard, 1 if shard else SLOW_BACKLOG, delay_s=3_600) for shard in range(SHARDS)
+    }
     flushed: list[int] = []
 
     def sleep(seconds: float) -> None:
