@@ -39,6 +39,8 @@ logger = logging.getLogger(__name__)
 TENANT_LIMIT_KEY = "__tenant__"
 # How much longer than one blocking read the end of a run waits for its readers to leave.
 READER_JOIN_SLACK_S = 2.0
+# In a backlog a reader waits (briefly) for this fraction of the concurrency to be free before reading.
+READ_GATHER_DIVISOR = 2
 
 
 class Disposition(StrEnum):
@@ -124,7 +126,15 @@ class Executor:
                 future = pool.submit(self.process_safely, entry)
                 future.add_done_callback(lambda _: capacity.give(1))
 
-            readers = ShardReaders(self._stream, self._clock, self._metrics, self._shards, capacity, deliver)
+            readers = ShardReaders(
+                self._stream,
+                self._clock,
+                self._metrics,
+                self._shards,
+                capacity,
+                deliver,
+                gather=max(1, self._concurrency // READ_GATHER_DIVISOR),
+            )
             self._recover_when_due()
             readers.start(deadline_ms, block_ms)
             try:
