@@ -26,7 +26,7 @@ from hookline.domain.delivery import (
 from hookline.domain.keys import KeyRecord, SigningSecrets
 from hookline.domain.models import Execution, Job, JobStatus, Member
 from hookline.domain.reconcile import LiveJob, RebuildMarks
-from hookline.domain.stats import Outcome
+from hookline.domain.stats import Outcome, Tally
 
 # Checks that a callback URL may be called (raises UnsafeUrl or UnresolvedHost); returns nothing useful.
 UrlChecker = Callable[[str], object]
@@ -421,6 +421,10 @@ class StatsRecorder(Protocol):
         """
         ...
 
+    def record_tallies(self, tallies: Sequence[Tally]) -> None:
+        """Adds outcomes counted together (usecases/stats_buffer.py), all in one round trip."""
+        ...
+
 
 class NullStats:
     """Records nothing."""
@@ -429,3 +433,6 @@ class NullStats:
         self, tenant: str, outcome: Outcome, now_ms: int, job_id: str | None = None, lag_ms: int | None = None
     ) -> None:
         """Ignores the outcome."""
+
+    def record_tallies(self, tallies: Sequence[Tally]) -> None:
+        """Ignores the tallies."""

@@ -33,6 +33,7 @@ from hookline.ports import (
 from hookline.usecases.heartbeat import Heartbeat, Hold
 from hookline.usecases.readers import Capacity, ShardReaders
 from hookline.usecases.recover import Recoverer
+from hookline.usecases.stats_buffer import StatsBuffer
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +91,9 @@ class Executor:
         self._tenant_max_concurrency = tenant_max_concurrency
         self._tenant_rate_limit_per_s = tenant_rate_limit_per_s
         self._rng = rng or random.Random()
-        self._stats: StatsRecorder = stats or NullStats()
+        # Outcomes are counted in memory and written every recover_every_ms and at the end of a run
+        # (usecases/stats_buffer.py): one Redis round trip per flush instead of one per job.
+        self._stats = StatsBuffer(stats or NullStats())
         self._timing = timing or LeaseTiming()
         self._heartbeat = Heartbeat(stream, store, clock, self._timing, metrics)
         self._recoverer = Recoverer(
@@ -140,11 +143,14 @@ class Executor:
             try:
                 while not readers.join(max(0.001, (self._next_recovery_ms - self._clock.now_ms()) / 1000)):
                     self._recover_when_due()
+                    self._flush_stats()
             finally:
                 readers.stop()
                 # Readers leave after their current read (blocked at most block_ms); waiting for them keeps
                 # the pool open for what they still take.
                 readers.join(block_ms / 1000 + READER_JOIN_SLACK_S)
+        # The pool has finished every delivery: all of this run's outcomes are counted.
+        self._flush_stats()
         readers.raise_failure()
         return readers.read
 
@@ -159,8 +165,16 @@ class Executor:
                     for entry in self._stream.read_ready([shard], constants.READ_BATCH, 0)
                 ]
                 if not entries:
+                    self._flush_stats()
                     return results
                 results += [self.process_safely(entry) for entry in entries]
+
+    def _flush_stats(self) -> None:
+        try:
+            self._stats.flush()
+        except Exception:
+            # The recorder logs Redis errors itself; anything else must not end a run either.
+            logger.warning("statistics flush failed; those counts are lost", exc_info=True)
 
     def _recover_when_due(self) -> None:
         now_ms = self._clock.now_ms()
