@@ -248,6 +248,10 @@ class ReadyStream(Protocol):
         """Finishes a delivery."""
         ...
 
+    def ack_many(self, entries: Sequence[StreamEntry]) -> int:
+        """Finishes several deliveries, each as ack() would; returns how many were finished by this call."""
+        ...
+
     def heartbeat(self, entries: Sequence[StreamEntry]) -> set[str]:
         """Marks this consumer's pending entries as alive (not idle); returns the ids it still holds."""
         ...

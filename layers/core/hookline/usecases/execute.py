@@ -30,6 +30,7 @@ from hookline.ports import (
     SecretProvider,
     StatsRecorder,
 )
+from hookline.usecases.acker import Acker
 from hookline.usecases.heartbeat import Heartbeat, Hold
 from hookline.usecases.readers import Capacity, ShardReaders
 from hookline.usecases.recover import Recoverer
@@ -107,6 +108,9 @@ class Executor:
             self._stats,
         )
         self._next_recovery_ms = 0
+        # While run() runs, finished entries are acknowledged in batches (usecases/acker.py); drain() and
+        # direct process() calls acknowledge each at once.
+        self._acker = Acker(stream, metrics)
 
     def run(self, deadline_ms: int, block_ms: int = constants.EXECUTOR_BLOCK_MS) -> int:
         """Processes entries until deadline_ms with bounded concurrency; returns how many were processed.
@@ -120,14 +124,27 @@ class Executor:
         no reaper. A reader's failure other than a Redis blip ends the run and is raised.
         """
         capacity = Capacity(self._concurrency)
+        self._acker = Acker(self._stream, self._metrics, on_sent=capacity.give)
+        # Exits in reverse: the pool waits for every delivery, then the acker sends what they queued, then
+        # the heartbeat stops.
         with (
             self._heartbeat.running(),
+            self._acker.running(),
             ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="deliver") as pool,
         ):
 
             def deliver(entry: StreamEntry) -> None:
-                future = pool.submit(self.process_safely, entry)
-                future.add_done_callback(lambda _: capacity.give(1))
+                pool.submit(process_and_settle, entry)
+
+            def process_and_settle(entry: StreamEntry) -> None:
+                try:
+                    self.process_safely(entry)
+                finally:
+                    # An entry queued for acknowledgement keeps its slot until the acker sent it, so the
+                    # entries pending under this consumer never exceed the concurrency; any other gives its
+                    # slot back now.
+                    if not self._acker.settle(entry):
+                        capacity.give(1)
 
             readers = ShardReaders(
                 self._stream,
@@ -176,6 +193,13 @@ class Executor:
             # The recorder logs Redis errors itself; anything else must not end a run either.
             logger.warning("statistics flush failed; those counts are lost", exc_info=True)
 
+    def _ack(self, entry: StreamEntry) -> None:
+        """Finishes entry's delivery: queued for the acker while run() runs, else at once."""
+        if self._acker.active:
+            self._acker.ack(entry)
+        else:
+            self._stream.ack(entry)
+
     def _recover_when_due(self) -> None:
         now_ms = self._clock.now_ms()
         if now_ms >= self._next_recovery_ms:
@@ -221,7 +245,7 @@ class Executor:
                 return Disposition.DEFERRED
             except StaleState:
                 # An older generation, a cancelled or finished job: this delivery is void.
-                self._stream.ack(entry)
+                self._ack(entry)
                 self._metrics.count("StaleDropped")
                 return Disposition.STALE
             self._heartbeat.claimed(hold, claim.job)
@@ -333,7 +357,7 @@ class Executor:
         """Gives up an attempt before its callback, because its lease is (nearly) gone."""
         if hold.lost:
             # Another attempt took the job over: it owns the outcome.
-            self._stream.ack(entry)
+            self._ack(entry)
             self._metrics.count("LostHold")
             return Disposition.LOST_HOLD
         # The lease is nearly out and could not be renewed: no callback is made, nothing is recorded, and
@@ -366,7 +390,7 @@ class Executor:
             self._store.finish(job, finish, executions, now_ms)
         except StaleState:
             # Our lease expired and another attempt took the job over: it owns the outcome now.
-            self._stream.ack(entry)
+            self._ack(entry)
             self._metrics.count("LostHold")
             return Disposition.LOST_HOLD
         if finish.status is JobStatus.SCHEDULED:
@@ -384,7 +408,7 @@ class Executor:
             self._metrics.count("Failed")
             self._stats.record(job.tenant, Outcome.DEAD, now_ms, job.job_id, lag_ms)
             return Disposition.DEAD
-        self._stream.ack(entry)
+        self._ack(entry)
         if finish.status is JobStatus.SCHEDULED:
             self._metrics.count("Retried")
             self._metrics.count("Failed")
