@@ -22,6 +22,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from hookline.adapters.dynamo.lean import LeanDynamoClient, SigV4Signer
+from tests.support.raw_http import RawServer, replying
 from tests.support.receiver import Receiver, Reply
 
 NOW = datetime.datetime(2026, 12, 3, 12, 0, 5, tzinfo=datetime.UTC)
@@ -226,3 +227,33 @@ def test_given_a_stand_in_for_boto3_when_called_then_the_stand_in_gets_every_cal
 
     assert client.get_item(TableName="jobs") == {"served_by": "stand-in"}
     assert receiver.requests == []
+
+
+def test_given_the_server_closed_the_idle_connection_when_called_then_it_connects_anew_without_a_retry() -> (
+    None
+):
+    body = b'{"Item":{}}'
+    answer = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\n"
+        + f"x-amz-crc32: {zlib.crc32(body)}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    sleeps: list[float] = []
+    # Answers each connection's first request, then closes it (no "Connection: close": an idle timeout).
+    with RawServer(replying(answer)) as server:
+        client = LeanDynamoClient(
+            Boto3Stand_in(server.url("")),
+            Credentials("AKID", "SECRET"),
+            connect_timeout_s=2,
+            read_timeout_s=5,
+            sleep=sleeps.append,
+        )
+        client.get_item(TableName="jobs")
+        assert server.wait_done(timeout_s=5)  # the server has closed the kept-alive connection
+
+        got = client.get_item(TableName="jobs")
+        client.close()
+
+    assert got["Item"] == {}
+    assert sleeps == []  # no attempt (and no backoff) was spent on the closed connection
+    assert len(server.connections) == 2

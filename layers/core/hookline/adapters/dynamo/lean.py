@@ -33,6 +33,7 @@ import hmac
 import http.client
 import json
 import random
+import select
 import ssl
 import threading
 import time
@@ -273,7 +274,11 @@ class LeanDynamoClient:
         """Returns this thread's connection, connected (within the connect timeout) if it was not."""
         connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
         if connection is not None:
-            return connection
+            if not _dropped(connection):
+                return connection
+            # The server closed the idle connection (a frozen Lambda thawed, an idle timeout): connect
+            # anew rather than spend an attempt, and a backoff, finding that out (as urllib3 does).
+            self._drop_connection()
         if self._https:
             connection = http.client.HTTPSConnection(
                 self._hostname, self._port, timeout=self._connect_timeout_s, context=self._ssl
@@ -304,6 +309,18 @@ class LeanDynamoClient:
             with self._open_lock:
                 self._open.discard(connection)
         self._local.connection = None
+
+
+def _dropped(connection: http.client.HTTPConnection) -> bool:
+    """Tells whether an idle kept-alive connection was closed by the server (readable while idle: EOF)."""
+    sock = connection.sock
+    if sock is None:
+        return True
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def _error_response(parsed: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
