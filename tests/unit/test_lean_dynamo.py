@@ -257,3 +257,18 @@ def test_given_the_server_closed_the_idle_connection_when_called_then_it_connect
     assert got["Item"] == {}
     assert sleeps == []  # no attempt (and no backoff) was spent on the closed connection
     assert len(server.connections) == 2
+
+
+def test_given_a_transaction_retried_when_written_then_every_attempt_carries_the_same_token(
+    receiver: Receiver, lean: Any
+) -> None:
+    throttled = {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException"}
+    receiver.script("/", [reply(400, throttled), reply(200, {}), reply(200, {})])
+    client = lean(receiver, [])
+
+    client.transact_write_items(TransactItems=[])
+    client.transact_write_items(TransactItems=[])
+
+    tokens = [json.loads(r.body)["ClientRequestToken"] for r in receiver.requests]
+    # A lost reply's retry is recognised by DynamoDB as the same transaction; another call is another one.
+    assert tokens[0] == tokens[1] != tokens[2]

@@ -20,7 +20,9 @@ to the boto3 client it wraps, and so does everything when what it wraps is not a
   exponential backoff; the connect and read timeouts are the boto3 client's (wiring.py). What is left
   after the last attempt is raised as botocore raises it (EndpointConnectionError, ConnectTimeoutError,
   ReadTimeoutError, or the ClientError). A write whose reply was lost may be sent twice, as with boto3:
-  every hot-path write is conditional, so a repeat is refused by its own condition and never applied twice.
+  every hot-path write is conditional, so a repeat is refused by its own condition and never applied twice,
+  and a transaction carries an idempotency token (ClientRequestToken, as botocore fills it) shared by its
+  retries, so its repeat reports the first one's success.
 
 Credentials come from botocore's provider chain and are read (and refreshed if need be) on every call.
 """
@@ -37,6 +39,7 @@ import select
 import ssl
 import threading
 import time
+import uuid
 import zlib
 from collections.abc import Callable
 from typing import Any, cast
@@ -59,6 +62,8 @@ LEAN_OPERATIONS = {
     "update_item": "UpdateItem",
     "transact_write_items": "TransactWriteItems",
 }
+# Operations whose model has an idempotency token, which botocore fills when the caller does not.
+IDEMPOTENT_WITH_TOKEN = frozenset({"TransactWriteItems"})
 MAX_ATTEMPTS = 3
 MAX_BACKOFF_S = 20.0
 # botocore's standard retry mode: these codes and statuses are worth another attempt.
@@ -206,6 +211,11 @@ class LeanDynamoClient:
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Sends one operation, retrying as botocore's standard mode does; returns the parsed reply."""
+        if operation in IDEMPOTENT_WITH_TOKEN and "ClientRequestToken" not in params:
+            # As botocore fills the model's idempotency token: the retries of this call carry the same one,
+            # so a transaction whose reply was lost is not applied twice, and its repeat reports success
+            # rather than a failed condition (which the job store would read as a lost lease).
+            params = {**params, "ClientRequestToken": str(uuid.uuid4())}
         body = json.dumps(params, separators=(",", ":")).encode()
         target = _TARGET_PREFIX + operation
         attempt = 0
