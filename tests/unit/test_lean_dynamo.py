@@ -7,7 +7,9 @@ cases are the ones moto cannot produce, played by a scripted loopback server.
 from __future__ import annotations
 
 import datetime
+import gc
 import json
+import threading
 import zlib
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -272,3 +274,24 @@ def test_given_a_transaction_retried_when_written_then_every_attempt_carries_the
     tokens = [json.loads(r.body)["ClientRequestToken"] for r in receiver.requests]
     # A lost reply's retry is recognised by DynamoDB as the same transaction; another call is another one.
     assert tokens[0] == tokens[1] != tokens[2]
+
+
+def test_given_a_thread_that_ended_when_collected_then_its_connection_is_closed(
+    receiver: Receiver, lean: Any
+) -> None:
+    receiver.script("/", [reply(200, {})])
+    client = lean(receiver, [])
+    made: list[Any] = []
+
+    def call() -> None:
+        client.get_item(TableName="jobs")
+        made.append(client._local.connection)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    worker.join()
+    del worker
+    gc.collect()
+
+    (connection,) = made
+    assert connection.sock is None  # closed with its thread, not kept open until client.close()

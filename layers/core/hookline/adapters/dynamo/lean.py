@@ -40,6 +40,7 @@ import ssl
 import threading
 import time
 import uuid
+import weakref
 import zlib
 from collections.abc import Callable
 from typing import Any, cast
@@ -192,14 +193,16 @@ class LeanDynamoClient:
         self._rng = rng or random.Random()
         self._ssl = ssl.create_default_context() if self._https else None
         self._local = threading.local()
-        self._open: set[http.client.HTTPConnection] = set()  # every thread's, for close()
+        # Every live thread's connection, for close(); weak, so those of threads that ended do not pile up.
+        self._open: weakref.WeakSet[http.client.HTTPConnection] = weakref.WeakSet()
         self._open_lock = threading.Lock()
 
     def close(self) -> None:
         """Closes every thread's connection (not the boto3 client: its owner closes it); later calls connect
         again."""
         with self._open_lock:
-            connections, self._open = self._open, set()
+            connections = list(self._open)
+            self._open.clear()
         for connection in connections:
             connection.close()
 
@@ -310,6 +313,9 @@ class LeanDynamoClient:
         self._local.connection = connection
         with self._open_lock:
             self._open.add(connection)
+        # An executor makes new delivery threads every run: close each one's connection as soon as its thread
+        # object goes, or a warm Lambda would keep a socket per thread of every earlier invocation.
+        weakref.finalize(threading.current_thread(), connection.close)
         return connection
 
     def _drop_connection(self) -> None:
