@@ -37,7 +37,7 @@ from hookline.adapters.redis.index import RedisIndex
 from hookline.domain.clock import FrozenClock
 from hookline.domain.keys import KeyRecord
 from hookline.plumbing.settings import Settings
-from hookline.plumbing.wiring import dynamodb_client
+from hookline.plumbing.wiring import dynamodb_client, lean_client
 from hookline.ports import (
     CronIndex,
     DueIndex,
@@ -331,7 +331,11 @@ def contract_tables(aws_endpoint: str) -> Iterator[tuple[Settings, Any]]:
     client.close()
 
 
-@pytest.fixture(params=BACKENDS)
+# "lean": the DynamoDB adapters over the lean client (adapters/dynamo/lean.py) the engine wires in.
+DYNAMO_BACKENDS = [*BACKENDS, pytest.param("lean", marks=pytest.mark.integration)]
+
+
+@pytest.fixture(params=DYNAMO_BACKENDS)
 def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
     """Yields the fake stores, then the DynamoDB adapters on moto, for a fresh tenant and shard."""
     tenant = f"t{uuid.uuid4().hex[:10]}"
@@ -344,6 +348,8 @@ def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
         )
         return
     settings, client = request.getfixturevalue("contract_tables")
+    lean = lean_client(client) if request.param == "lean" else None
+    client = lean or client
     cancelling = CancellingTransactions(client, "None", count=0)
     yield DynamoBackend(
         "real",
@@ -360,3 +366,5 @@ def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
         shard,
         cancelling,
     )
+    if lean is not None:
+        lean.close()

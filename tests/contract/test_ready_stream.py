@@ -121,6 +121,37 @@ def test_given_entry_redelivered_when_old_entry_acked_then_false_and_redelivery_
     assert redis_backend.state() == state(ready=[entry(A, 1)], inflight={A: NOW + 1})
 
 
+def test_given_pending_entries_on_two_shards_when_acked_together_then_each_is_gone_as_by_ack(
+    redis_backend: RedisBackend,
+) -> None:
+    executor = redis_backend.executor
+    executor.ensure_group(0)
+    executor.ensure_group(1)
+    ready_now(redis_backend, (A, 0), (B, 0), (C, 1))
+    entries = executor.read_ready([0], 10, 0) + executor.read_ready([1], 10, 0)
+
+    assert executor.ack_many(entries) == 3
+    assert redis_backend.state() == state()
+    assert redis_backend.state(1) == state()
+    assert executor.ack_many(entries) == 0
+
+
+def test_given_one_entry_redelivered_when_acked_together_then_only_the_others_leave_in_flight(
+    redis_backend: RedisBackend,
+) -> None:
+    old = read_one(redis_backend)
+    redis_backend.elapse(60)
+    assert redis_backend.reaper.redeliver(0, 50, NOW + 1, 5).redelivered == 1
+    ready_now(redis_backend, (B, 0))
+    (other,) = [e for e in redis_backend.executor.read_ready([0], 10, 0) if e.member == B]
+
+    assert redis_backend.executor.ack_many([old, other]) == 1
+    # A's new entry (the re-delivery) keeps A in flight, as a single ack of the old entry leaves it.
+    assert redis_backend.state() == state(
+        ready=[entry(A, 1)], pending=[(A, EXECUTOR, 1)], inflight={A: NOW + 1}
+    )
+
+
 def test_given_pending_entry_when_deferred_then_back_in_due_with_a_wake_and_not_in_flight(
     redis_backend: RedisBackend,
 ) -> None:

@@ -98,6 +98,9 @@ class FakeReadyStream(FakeRedisRole):
     @port_call
     def ack(self, entry: StreamEntry) -> bool:
         """ack.lua: XACK, then XDEL and ZREM from in-flight; False (nothing changed) when already acked."""
+        return self._ack(entry)
+
+    def _ack(self, entry: StreamEntry) -> bool:
         ready = redis_keys.ready_stream(entry.shard)
         m = self.memory
         with m.lock:
@@ -106,6 +109,11 @@ class FakeReadyStream(FakeRedisRole):
             m.xdel(ready, entry.entry_id)
             m.zrem(redis_keys.inflight_key(entry.shard), entry.member.encode())
             return True
+
+    @port_call
+    def ack_many(self, entries: Sequence[StreamEntry]) -> int:
+        """ack_many.lua: each entry as ack.lua does; returns how many were acknowledged."""
+        return sum(1 for entry in entries if self._ack(entry))
 
     @port_call
     def heartbeat(self, entries: Sequence[StreamEntry]) -> set[str]:

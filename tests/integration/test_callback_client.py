@@ -348,6 +348,66 @@ def test_given_invalid_http_in_job_when_delivered_then_permanent_invalid_request
     assert receiver.requests == []
 
 
+def test_given_a_name_resolved_recently_when_delivered_again_then_its_answer_is_reused_until_it_expires(
+    receiver: Receiver,
+) -> None:
+    looked_up: list[str] = []
+    now_s = [100.0]
+
+    def resolver(host: str, port: int) -> list[str]:
+        looked_up.append(host)
+        return ["127.0.0.1"]
+
+    with HttpCallbackClient(
+        allow_loopback=True, resolver=resolver, dns_cache_s=5.0, monotonic=lambda: now_s[0]
+    ) as named:
+        url = f"http://hooks.test:{receiver.port}/hook"
+        first = named.deliver(post(url))
+        now_s[0] += 4.9
+        second = named.deliver(post(url))
+        now_s[0] += 0.2  # the kept answer expired
+        third = named.deliver(post(url))
+
+    assert first.succeeded and second.succeeded and third.succeeded
+    assert looked_up == ["hooks.test", "hooks.test"]
+
+
+def test_given_a_kept_answer_when_the_client_refuses_loopback_then_it_is_still_checked(
+    receiver: Receiver,
+) -> None:
+    looked_up: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        looked_up.append(host)
+        return ["127.0.0.1"]
+
+    with HttpCallbackClient(allow_loopback=False, resolver=resolver, monotonic=lambda: 0.0) as strict:
+        results = [strict.deliver(post(f"http://hooks.test:{receiver.port}/hook")) for _ in range(2)]
+
+    # A kept answer goes through the same check as a fresh one: refused both times, never called.
+    assert [r.error_class for r in results] == ["unsafe_url", "unsafe_url"]
+    assert receiver.requests == []
+
+
+def test_given_a_failed_lookup_when_delivered_again_then_the_name_is_looked_up_again(
+    receiver: Receiver,
+) -> None:
+    answers: list[list[str] | None] = [None, ["127.0.0.1"]]
+
+    def resolver(host: str, port: int) -> list[str]:
+        answer = answers.pop(0)
+        if answer is None:
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return answer
+
+    with HttpCallbackClient(allow_loopback=True, resolver=resolver, monotonic=lambda: 0.0) as named:
+        failed = named.deliver(post(f"http://hooks.test:{receiver.port}/hook"))
+        retried = named.deliver(post(f"http://hooks.test:{receiver.port}/hook"))
+
+    assert (failed.error_class, retried.succeeded) == ("dns_error", True)
+    assert answers == []
+
+
 def test_given_dns_fails_when_delivered_then_retryable_dns_error_without_request(receiver: Receiver) -> None:
     def failing(host: str, port: int) -> list[str]:
         raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")

@@ -27,7 +27,7 @@ from hookline.domain.delivery import (
 from hookline.domain.keys import KeyRecord, SigningSecrets
 from hookline.domain.models import Execution, Job, JobStatus, Member
 from hookline.domain.reconcile import LiveJob, RebuildMarks, UnindexedJobs
-from hookline.domain.stats import Outcome
+from hookline.domain.stats import Outcome, Tally
 
 # Checks that a callback URL may be called (raises UnsafeUrl or UnresolvedHost); returns nothing useful.
 UrlChecker = Callable[[str], object]
@@ -257,6 +257,10 @@ class ReadyStream(Protocol):
         """Finishes a delivery."""
         ...
 
+    def ack_many(self, entries: Sequence[StreamEntry]) -> int:
+        """Finishes several deliveries, each as ack() would; returns how many were finished by this call."""
+        ...
+
     def heartbeat(self, entries: Sequence[StreamEntry]) -> set[str]:
         """Marks this consumer's pending entries as alive (not idle); returns the ids it still holds."""
         ...
@@ -464,6 +468,10 @@ class StatsRecorder(Protocol):
         """
         ...
 
+    def record_tallies(self, tallies: Sequence[Tally]) -> None:
+        """Adds outcomes counted together (usecases/stats_buffer.py), all in one round trip."""
+        ...
+
 
 class NullStats:
     """Records nothing."""
@@ -472,3 +480,6 @@ class NullStats:
         self, tenant: str, outcome: Outcome, now_ms: int, job_id: str | None = None, lag_ms: int | None = None
     ) -> None:
         """Ignores the outcome."""
+
+    def record_tallies(self, tallies: Sequence[Tally]) -> None:
+        """Ignores the tallies."""

@@ -27,6 +27,7 @@ class StreamsInMemory:
             for shard, count in entries_per_shard.items()
         }
         self.reads: list[tuple[tuple[int, ...], int]] = []
+        self.returned: list[int] = []  # entries each read returned
         self.failures: dict[int, list[BaseException]] = {}
 
     def read_ready(self, shards: Sequence[int], count: int, block_ms: int) -> list[StreamEntry]:
@@ -39,6 +40,7 @@ class StreamsInMemory:
             for shard in shards:
                 taken += self.waiting[shard][:count]
                 self.waiting[shard] = self.waiting[shard][count:]
+            self.returned.append(len(taken))
         if not taken and block_ms:
             time.sleep(block_ms / 1000)
         return taken
@@ -122,3 +124,98 @@ def test_given_a_bug_in_one_shards_read_when_read_then_every_reader_stops_and_it
     with pytest.raises(RuntimeError, match="a bug in the read"):
         run_readers(streams, [0, 1], slots=4, run_ms=10_000)
     assert not [t for t in threading.enumerate() if t.name.startswith("read-")]
+
+
+class RecordingCapacity(Capacity):
+    """A Capacity that records how many slots each take asked to gather."""
+
+    def __init__(self, slots: int) -> None:
+        super().__init__(slots)
+        self.asked: list[int] = []
+
+    def take(self, most: int, timeout_s: float, at_least: int = 1, gather_s: float = 0.0) -> int:
+        self.asked.append(at_least)
+        return super().take(most, timeout_s, at_least, gather_s)
+
+
+def test_given_one_slot_free_when_taken_with_gather_then_it_takes_what_is_free_after_waiting() -> None:
+    capacity = Capacity(1)
+
+    assert capacity.take(64, 1.0, at_least=4, gather_s=0.01) == 1
+    assert capacity.free == 0
+
+
+def test_given_enough_slots_free_when_taken_with_gather_then_it_takes_them_all_but_never_more() -> None:
+    capacity = Capacity(6)
+
+    assert capacity.take(5, 1.0, at_least=4, gather_s=10.0) == 5
+    assert capacity.free == 1
+
+
+def test_given_slots_freed_while_gathering_when_taken_then_one_take_gets_them_together() -> None:
+    capacity = Capacity(4)
+    assert capacity.take(3, 1.0) == 3
+    giver = threading.Thread(target=lambda: [capacity.give(1) for _ in range(3)])
+
+    giver.start()
+    # Waits (up to 10 s, far more than the giver needs) for 4 slots; without gathering it would take 1.
+    taken = capacity.take(64, 1.0, at_least=4, gather_s=10.0)
+    giver.join()
+
+    assert taken == 4
+    assert capacity.free == 0
+
+
+def test_given_a_backlog_when_read_with_gather_then_reads_are_batched_and_never_exceed_free_slots() -> None:
+    streams = StreamsInMemory({0: 200})
+    clock = SystemClock()
+    capacity = RecordingCapacity(8)
+    deliveries = Deliveries(capacity, workers=8)
+    readers = ShardReaders(
+        streams,  # type: ignore[arg-type]
+        clock,
+        NullMetrics(),
+        [0],
+        capacity,
+        deliveries.deliver,
+        gather=4,
+        gather_ms=10_000,
+    )
+
+    readers.start(clock.now_ms() + 1_000, block_ms=20)
+    assert readers.join(timeout_s=6)
+    deliveries.pool.shutdown(wait=True)
+    readers.raise_failure()
+
+    assert len(deliveries.done) == 200
+    assert deliveries.most_outstanding <= 8
+    assert max(count for _, count in streams.reads) <= 8
+    # The first read is at once (no backlog known yet); after full reads a reader gathers 4 slots.
+    assert capacity.asked[0] == 1
+    assert 4 in capacity.asked
+    assert len([n for n in streams.returned if n]) <= 200 // 3
+
+
+def test_given_a_short_read_when_the_stream_is_drained_then_the_next_read_does_not_gather() -> None:
+    streams = StreamsInMemory({0: 2})
+    clock = SystemClock()
+    capacity = RecordingCapacity(8)
+    deliveries = Deliveries(capacity, workers=8)
+    readers = ShardReaders(
+        streams,  # type: ignore[arg-type]
+        clock,
+        NullMetrics(),
+        [0],
+        capacity,
+        deliveries.deliver,
+        gather=4,
+        gather_ms=10_000,
+    )
+
+    readers.start(clock.now_ms() + 200, block_ms=20)
+    assert readers.join(timeout_s=5)
+    deliveries.pool.shutdown(wait=True)
+
+    assert len(deliveries.done) == 2
+    # Every read came back short of what it asked for: no take waited to gather slots.
+    assert set(capacity.asked) == {1}

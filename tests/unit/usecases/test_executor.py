@@ -746,3 +746,23 @@ def test_given_entry_out_of_deliveries_when_an_executor_recovers_then_the_job_is
         dead=[{"m": member(job), "reason": "deliveries_exhausted", "at": str(start)}]
     )
     assert world.callbacks.requests == []
+
+
+def test_given_deliveries_when_drained_then_their_outcomes_reach_the_statistics_in_one_write(
+    world: World,
+) -> None:
+    from tests.unit.core.test_stats_buffer import RecordingStats
+
+    stats = RecordingStats()
+    world.executor(stats=stats)
+    world.submit()
+    world.submit()
+
+    assert world.drain() == [Disposition.SUCCEEDED, Disposition.SUCCEEDED]
+
+    # Added up in memory and written once, when the drain ended: not a Redis round trip per job.
+    (tallies,) = stats.tallies
+    assert [(t.tenant, t.outcome.value, t.count, t.lag_count) for t in tallies] == [
+        (TENANT, "succeeded", 2, 2)
+    ]
+    assert stats.records == []

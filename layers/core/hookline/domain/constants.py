@@ -63,4 +63,7 @@ DEAD_STREAM_MAX_LEN = 100_000
 # Loops inside one invocation.
 PROMOTER_MAX_SLEEP_MS = 1000
 EXECUTOR_BLOCK_MS = 1000
+# A shard reader in a backlog waits up to this long for more delivery slots to free before it reads, so one
+# XREADGROUP serves several jobs (usecases/readers.py); an idle executor reads at once.
+READ_GATHER_MS = 2
 INVOCATION_SAFETY_MARGIN_MS = 3000

@@ -41,6 +41,18 @@ class Outcome(StrEnum):
 
 
 @dataclass(frozen=True)
+class Tally:
+    """Outcomes of one kind counted together for a tenant's minute, to be added in one write."""
+
+    tenant: str
+    minute: int  # now_ms // BUCKET_MS of the outcomes
+    outcome: Outcome
+    count: int
+    lag_ms_sum: int = 0
+    lag_count: int = 0
+
+
+@dataclass(frozen=True)
 class MinuteStats:
     """One minute's counters for a tenant."""
 

@@ -17,6 +17,7 @@ from redis.retry import Retry
 
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
+from hookline.adapters.dynamo.lean import LeanDynamoClient
 from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
 from hookline.adapters.dynamo.tables import Keyspace
 from hookline.adapters.dynamo.unindexed import DynamoUnindexedLog
@@ -67,6 +68,17 @@ def dynamodb_client(settings: Settings, max_connections: int = 50) -> Any:
             read_timeout=DYNAMODB_READ_TIMEOUT_S,
             retries={"mode": "standard", "total_max_attempts": DYNAMODB_MAX_ATTEMPTS},
         ),
+    )
+
+
+def lean_client(client: Any) -> LeanDynamoClient:
+    """Returns the lean client (adapters/dynamo/lean.py) over a boto3 DynamoDB client, same timeouts."""
+    return LeanDynamoClient(
+        client,
+        boto3.session.Session().get_credentials(),
+        connect_timeout_s=DYNAMODB_CONNECT_TIMEOUT_S,
+        read_timeout_s=DYNAMODB_READ_TIMEOUT_S,
+        max_attempts=DYNAMODB_MAX_ATTEMPTS,
     )
 
 
@@ -190,10 +202,15 @@ class Container:
         return RedisStats(self.redis)
 
     @cached_property
+    def lean_dynamodb(self) -> LeanDynamoClient:
+        """The lean DynamoDB client over the boto3 one (thread-safe: a connection per thread)."""
+        return lean_client(self.dynamodb)
+
+    @cached_property
     def jobs(self) -> DynamoJobStore:
-        """The jobs and executions tables."""
+        """The jobs and executions tables; the hot path (put, get, claim, finish) through the lean client."""
         return DynamoJobStore(
-            self.dynamodb,
+            self.lean_dynamodb,
             self.settings.jobs_table,
             self.settings.executions_table,
             lease_ms=self.settings.lease_ms,
@@ -370,6 +387,8 @@ class Container:
             self.redis.close()
             if not is_cluster(self.redis):  # a cluster closes its nodes' pools itself
                 self.redis.connection_pool.disconnect()
+        if "lean_dynamodb" in opened:
+            self.lean_dynamodb.close()
         if "dynamodb" in opened:
             self.dynamodb.close()
         if "callbacks" in opened:

@@ -30,15 +30,19 @@ from hookline.ports import (
     SecretProvider,
     StatsRecorder,
 )
+from hookline.usecases.acker import Acker
 from hookline.usecases.heartbeat import Heartbeat, Hold
 from hookline.usecases.readers import Capacity, ShardReaders
 from hookline.usecases.recover import Recoverer
+from hookline.usecases.stats_buffer import StatsBuffer
 
 logger = logging.getLogger(__name__)
 
 TENANT_LIMIT_KEY = "__tenant__"
 # How much longer than one blocking read the end of a run waits for its readers to leave.
 READER_JOIN_SLACK_S = 2.0
+# In a backlog a reader waits (briefly) for this fraction of the concurrency to be free before reading.
+READ_GATHER_DIVISOR = 2
 
 
 class Disposition(StrEnum):
@@ -88,7 +92,9 @@ class Executor:
         self._tenant_max_concurrency = tenant_max_concurrency
         self._tenant_rate_limit_per_s = tenant_rate_limit_per_s
         self._rng = rng or random.Random()
-        self._stats: StatsRecorder = stats or NullStats()
+        # Outcomes are counted in memory and written every recover_every_ms and at the end of a run
+        # (usecases/stats_buffer.py): one Redis round trip per flush instead of one per job.
+        self._stats = StatsBuffer(stats or NullStats())
         self._timing = timing or LeaseTiming()
         self._heartbeat = Heartbeat(stream, store, clock, self._timing, metrics)
         self._recoverer = Recoverer(
@@ -102,6 +108,9 @@ class Executor:
             self._stats,
         )
         self._next_recovery_ms = 0
+        # While run() runs, finished entries are acknowledged in batches (usecases/acker.py); drain() and
+        # direct process() calls acknowledge each at once.
+        self._acker = Acker(stream, metrics)
 
     def run(self, deadline_ms: int, block_ms: int = constants.EXECUTOR_BLOCK_MS) -> int:
         """Processes entries until deadline_ms with bounded concurrency; returns how many were processed.
@@ -115,26 +124,50 @@ class Executor:
         no reaper. A reader's failure other than a Redis blip ends the run and is raised.
         """
         capacity = Capacity(self._concurrency)
+        self._acker = Acker(self._stream, self._metrics, on_sent=capacity.give)
+        # Exits in reverse: the pool waits for every delivery, then the acker sends what they queued, then
+        # the heartbeat stops.
         with (
             self._heartbeat.running(),
+            self._acker.running(),
             ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="deliver") as pool,
         ):
 
             def deliver(entry: StreamEntry) -> None:
-                future = pool.submit(self.process_safely, entry)
-                future.add_done_callback(lambda _: capacity.give(1))
+                pool.submit(process_and_settle, entry)
 
-            readers = ShardReaders(self._stream, self._clock, self._metrics, self._shards, capacity, deliver)
+            def process_and_settle(entry: StreamEntry) -> None:
+                try:
+                    self.process_safely(entry)
+                finally:
+                    # An entry queued for acknowledgement keeps its slot until the acker sent it, so the
+                    # entries pending under this consumer never exceed the concurrency; any other gives its
+                    # slot back now.
+                    if not self._acker.settle(entry):
+                        capacity.give(1)
+
+            readers = ShardReaders(
+                self._stream,
+                self._clock,
+                self._metrics,
+                self._shards,
+                capacity,
+                deliver,
+                gather=max(1, self._concurrency // READ_GATHER_DIVISOR),
+            )
             self._recover_when_due()
             readers.start(deadline_ms, block_ms)
             try:
                 while not readers.join(max(0.001, (self._next_recovery_ms - self._clock.now_ms()) / 1000)):
                     self._recover_when_due()
+                    self._flush_stats()
             finally:
                 readers.stop()
                 # Readers leave after their current read (blocked at most block_ms); waiting for them keeps
                 # the pool open for what they still take.
                 readers.join(block_ms / 1000 + READER_JOIN_SLACK_S)
+        # The pool has finished every delivery: all of this run's outcomes are counted.
+        self._flush_stats()
         readers.raise_failure()
         return readers.read
 
@@ -149,8 +182,23 @@ class Executor:
                     for entry in self._stream.read_ready([shard], constants.READ_BATCH, 0)
                 ]
                 if not entries:
+                    self._flush_stats()
                     return results
                 results += [self.process_safely(entry) for entry in entries]
+
+    def _flush_stats(self) -> None:
+        try:
+            self._stats.flush()
+        except Exception:
+            # The recorder logs Redis errors itself; anything else must not end a run either.
+            logger.warning("statistics flush failed; those counts are lost", exc_info=True)
+
+    def _ack(self, entry: StreamEntry) -> None:
+        """Finishes entry's delivery: queued for the acker while run() runs, else at once."""
+        if self._acker.active:
+            self._acker.ack(entry)
+        else:
+            self._stream.ack(entry)
 
     def _recover_when_due(self) -> None:
         now_ms = self._clock.now_ms()
@@ -197,7 +245,7 @@ class Executor:
                 return Disposition.DEFERRED
             except StaleState:
                 # An older generation, a cancelled or finished job: this delivery is void.
-                self._stream.ack(entry)
+                self._ack(entry)
                 self._metrics.count("StaleDropped")
                 return Disposition.STALE
             self._heartbeat.claimed(hold, claim.job)
@@ -309,7 +357,7 @@ class Executor:
         """Gives up an attempt before its callback, because its lease is (nearly) gone."""
         if hold.lost:
             # Another attempt took the job over: it owns the outcome.
-            self._stream.ack(entry)
+            self._ack(entry)
             self._metrics.count("LostHold")
             return Disposition.LOST_HOLD
         # The lease is nearly out and could not be renewed: no callback is made, nothing is recorded, and
@@ -342,7 +390,7 @@ class Executor:
             self._store.finish(job, finish, executions, now_ms)
         except StaleState:
             # Our lease expired and another attempt took the job over: it owns the outcome now.
-            self._stream.ack(entry)
+            self._ack(entry)
             self._metrics.count("LostHold")
             return Disposition.LOST_HOLD
         if finish.status is JobStatus.SCHEDULED:
@@ -360,7 +408,7 @@ class Executor:
             self._metrics.count("Failed")
             self._stats.record(job.tenant, Outcome.DEAD, now_ms, job.job_id, lag_ms)
             return Disposition.DEAD
-        self._stream.ack(entry)
+        self._ack(entry)
         if finish.status is JobStatus.SCHEDULED:
             self._metrics.count("Retried")
             self._metrics.count("Failed")

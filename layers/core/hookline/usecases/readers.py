@@ -5,6 +5,13 @@ applies per stream, so an executor reading S streams took up to S x its free cap
 a reader thread, and every read first takes the slots it may fill from the executor's shared Capacity: the
 entries read never outnumber the free delivery slots. A reader blocks for new entries holding one slot
 only, so quiet shards do not keep slots a busy shard could use.
+
+Batches sized to the backlog: slots free one at a time as deliveries end, so reading as soon as one is
+free costs one XREADGROUP per delivered job while a backlog lasts. A reader whose last read came back full
+(the stream had at least as many entries as it asked for: a backlog) therefore waits up to READ_GATHER_MS
+for up to `gather` slots to be free before it reads, and reads them all in one call. A reader whose last
+read came back short (the stream is drained) reads at once, so a job arriving at a quiet executor is not
+delayed. Gathering never takes more than the free slots either: the bound holds either way.
 """
 
 from __future__ import annotations
@@ -30,11 +37,19 @@ class Capacity:
         self._free = slots
         self._changed = threading.Condition()
 
-    def take(self, most: int, timeout_s: float) -> int:
-        """Takes up to `most` free slots, waiting up to timeout_s for one; returns how many (0: none came)."""
+    def take(self, most: int, timeout_s: float, at_least: int = 1, gather_s: float = 0.0) -> int:
+        """Takes up to `most` free slots, waiting up to timeout_s for one; returns how many (0: none came).
+
+        With at_least > 1, once one slot is free it waits up to gather_s more for at_least of them, then
+        takes what is free (at least one, at most `most`), so a reader in a backlog reads several entries
+        in one call instead of one per freed slot.
+        """
         with self._changed:
             if not self._changed.wait_for(lambda: self._free > 0, timeout_s):
                 return 0
+            if at_least > 1 and gather_s > 0:
+                enough = min(at_least, most)
+                self._changed.wait_for(lambda: self._free >= enough, gather_s)
             taken = min(most, self._free)
             self._free -= taken
             return taken
@@ -70,6 +85,8 @@ class ShardReaders:
         capacity: Capacity,
         deliver: Callable[[StreamEntry], None],
         sleep: Callable[[float], None] = time.sleep,
+        gather: int = 1,
+        gather_ms: int = constants.READ_GATHER_MS,
     ) -> None:
         self._stream = stream
         self._clock = clock
@@ -78,6 +95,8 @@ class ShardReaders:
         self._capacity = capacity
         self._deliver = deliver
         self._sleep = sleep
+        self._gather = gather  # slots a reader in a backlog waits for (up to gather_ms) before reading
+        self._gather_s = gather_ms / 1000
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._error: BaseException | None = None
@@ -124,8 +143,14 @@ class ShardReaders:
 
     def _read(self, shard: int, deadline_ms: int, block_ms: int) -> None:
         outage = Outage(self._clock, self._metrics, f"execute shard {shard}")
+        backlog = False  # the last read came back full: more entries are likely waiting
         while not self._stop.is_set() and (now_ms := self._clock.now_ms()) < deadline_ms:
-            taken = self._capacity.take(constants.READ_BATCH, block_ms / 1000)
+            taken = self._capacity.take(
+                constants.READ_BATCH,
+                block_ms / 1000,
+                at_least=self._gather if backlog else 1,
+                gather_s=self._gather_s,
+            )
             if not taken:
                 continue  # every slot busy for block_ms: look at the deadline and the stop, then again
             try:
@@ -143,7 +168,12 @@ class ShardReaders:
                 self._sleep(outage.failed(error, deadline_ms))
                 continue
             outage.succeeded()
+            backlog = len(entries) == taken and taken > 0
             self._capacity.give(taken - len(entries))
+            # Every entry read is pending under this consumer from here on. Each is handed to deliver at
+            # once; should this thread die between the read and a hand-off, the entries not handed over
+            # stay pending, unbeaten, and a recoverer re-delivers them once idle (never lost, never run
+            # twice at once: the claim refuses a job whose lease another attempt holds).
             for entry in entries:
                 with self._lock:
                     self.read += 1

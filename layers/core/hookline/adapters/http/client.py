@@ -15,6 +15,11 @@ every socket operation is clamped to it, so it bounds the whole attempt (connect
 not each operation: a receiver dripping one byte a second is cut at the deadline.
 The system DNS lookup blocks and takes no timeout, so it runs on a helper thread and the attempt stops
 waiting for it at the deadline (the lookup ends in the background, within the resolver's own timeout).
+A name's addresses are then kept for DNS_CACHE_S, so a busy executor does not pay a thread hand-off and a
+resolver round trip on every callback to the same host. Only what the resolver answered is kept (a failure
+is not), and every attempt still checks each kept address (`check_url`) before pinning one: the cache can
+only repeat an answer that was safe, never let an unsafe one through. It makes an address change take up to
+DNS_CACHE_S to be seen, which kept-alive connections (KEEPALIVE_EXPIRY_S) already allow for longer.
 A name that does not resolve is a retryable `dns_error`: a DNS outage must not dead-letter every job.
 
 Memory per attempt is bounded whatever the receiver sends: httpcore has h11 refuse a status line and
@@ -32,7 +37,7 @@ import ssl
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -61,6 +66,8 @@ _METHODS_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 DEFAULT_CONNECTIONS_PER_THREAD = 4
 DNS_LOOKUP_THREADS = 16  # lookups at once per client; more wait their turn (within their deadline)
 KEEPALIVE_EXPIRY_S = 30.0
+DNS_CACHE_S = 5.0  # how long a name's resolved addresses are reused (shorter than KEEPALIVE_EXPIRY_S)
+DNS_CACHE_ENTRIES = 1024  # names kept at most; the cache is emptied when full
 ERROR_MESSAGE_CHARS = 500  # an execution record keeps this much of an error message
 LOCATION_CHARS = 200  # and this much of a refused redirect's Location
 _DELAY_SECONDS = re.compile(r"[0-9]+")  # ASCII only: \d would also match other scripts' digits
@@ -209,6 +216,8 @@ class HttpCallbackClient:
         clock: Clock | None = None,
         connections_per_thread: int = DEFAULT_CONNECTIONS_PER_THREAD,
         ssl_context: ssl.SSLContext | None = None,
+        dns_cache_s: float = DNS_CACHE_S,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         """Builds the client; connection pools are made per thread on first use.
 
@@ -218,6 +227,8 @@ class HttpCallbackClient:
             clock: Reads wall time to turn an HTTP-date Retry-After into seconds.
             connections_per_thread: Pool size of each thread, across all hosts.
             ssl_context: Trust settings for HTTPS; the certifi roots when None (tests pass their own CA).
+            dns_cache_s: How long a name's addresses are reused (0: resolve on every attempt).
+            monotonic: The clock of the DNS cache (tests pass their own).
         """
         self._allow_loopback = allow_loopback
         self._resolver = resolver or resolve_with_getaddrinfo
@@ -232,6 +243,10 @@ class HttpCallbackClient:
         self._transports_lock = threading.Lock()
         # Lookups of every thread; a hung one holds its helper until the system resolver gives up.
         self._lookups = ThreadPoolExecutor(max_workers=DNS_LOOKUP_THREADS, thread_name_prefix="hookline-dns")
+        self._dns_cache_s = dns_cache_s
+        self._monotonic = monotonic
+        self._resolved: dict[tuple[str, int], tuple[float, Sequence[str]]] = {}  # -> (expires, addresses)
+        self._resolved_lock = threading.Lock()
 
     def close(self) -> None:
         """Closes every pooled connection of every thread; the client must not be used afterwards."""
@@ -327,6 +342,22 @@ class HttpCallbackClient:
         return result
 
     def _lookup(self, host: str, port: int, deadline_s: float) -> Sequence[str]:
+        """Returns host's addresses: kept ones for DNS_CACHE_S, else resolved (see _resolve) and kept."""
+        key = (host, port)
+        now_s = self._monotonic()
+        with self._resolved_lock:
+            kept = self._resolved.get(key)
+        if kept is not None and kept[0] > now_s:
+            return kept[1]
+        addresses = self._resolve(host, port, deadline_s)
+        if self._dns_cache_s > 0:
+            with self._resolved_lock:
+                if len(self._resolved) >= DNS_CACHE_ENTRIES:
+                    self._resolved.clear()
+                self._resolved[key] = (now_s + self._dns_cache_s, list(addresses))
+        return addresses
+
+    def _resolve(self, host: str, port: int, deadline_s: float) -> Sequence[str]:
         """Resolves host on a helper thread, waiting no longer than the attempt's deadline."""
         remaining_s = deadline_s - time.monotonic()
         if remaining_s <= 0:

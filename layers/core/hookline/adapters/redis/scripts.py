@@ -10,6 +10,7 @@ SCRIPT_NAMES = (
     "index",
     "promote",
     "ack",
+    "ack_many",
     "defer",
     "dead_letter",
     "redeliver",

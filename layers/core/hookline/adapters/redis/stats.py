@@ -21,6 +21,7 @@ from hookline.domain.stats import (
     WINDOW_MINUTES,
     MinuteStats,
     Outcome,
+    Tally,
     TenantStats,
 )
 
@@ -59,6 +60,27 @@ class RedisStats:
             # (A cluster client raises RedisClusterException, outside RedisError, when it cannot reach
             # any node.)
             logger.warning("could not record statistics", extra={"tenant": tenant}, exc_info=True)
+
+    def record_tallies(self, tallies: Sequence[Tally]) -> None:
+        """Adds outcomes counted together: a HINCRBY per counter, an EXPIRE per minute, one round trip."""
+        if not tallies:
+            return
+        pipe = self._redis.pipeline(transaction=False)
+        keys: set[str] = set()
+        for tally in tallies:
+            key = redis_keys.stats_bucket_key(tally.tenant, tally.minute)
+            keys.add(key)
+            pipe.hincrby(key, tally.outcome.value, tally.count)
+            if tally.lag_count:
+                pipe.hincrby(key, LAG_SUM, tally.lag_ms_sum)
+                pipe.hincrby(key, LAG_COUNT, tally.lag_count)
+        for key in sorted(keys):
+            pipe.expire(key, BUCKET_TTL_S)
+        try:
+            pipe.execute()
+        except (redis.RedisError, RedisClusterException):
+            # As in record(): a view, not the record; these counts are lost, the work they count is not.
+            logger.warning("could not record statistics", extra={"tallies": len(tallies)}, exc_info=True)
 
     def read(self, tenant: str, now_ms: int, shards: Sequence[int]) -> TenantStats:
         """Returns the last WINDOW_MINUTES minutes (oldest first, the current one last) and the counts.

@@ -94,6 +94,24 @@ class RedisReadyStream(RedisBase):
         args = [redis_keys.CONSUMER_GROUP, entry.entry_id, entry.member.encode()]
         return int(cast(int, self._scripts["ack"](keys=keys, args=args))) == 1
 
+    def ack_many(self, entries: Sequence[StreamEntry]) -> int:
+        """Finishes several deliveries, each as ack() does, in one script call per shard; returns how many.
+
+        Raises what a script call raises (a Redis error): the shards before it are finished, the rest stay
+        pending, and the caller cannot tell which; an entry left pending is re-delivered once idle, its claim
+        is refused (the job's outcome is recorded) and that delivery is acknowledged.
+        """
+        by_shard: dict[int, list[str]] = {}
+        for one in entries:
+            by_shard.setdefault(one.shard, []).extend((one.entry_id, one.member.encode()))
+        acked = 0
+        for shard, pairs in sorted(by_shard.items()):
+            keys = [redis_keys.ready_stream(shard), redis_keys.inflight_key(shard)]
+            acked += int(
+                cast(int, self._scripts["ack_many"](keys=keys, args=[redis_keys.CONSUMER_GROUP, *pairs]))
+            )
+        return acked
+
     def heartbeat(self, entries: Sequence[StreamEntry]) -> set[str]:
         """Resets the idle time of the entries this consumer still holds; returns their ids.
 

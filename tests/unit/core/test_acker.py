@@ -1,0 +1,90 @@
+"""The executor's acker: finished entries acknowledged in batches, everything sent by the end of a run."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from hookline.domain.delivery import StreamEntry
+from hookline.domain.models import Member
+from hookline.usecases.acker import Acker
+from tests.fakes.metrics import RecordingMetrics
+
+
+class AckRecorder:
+    """The ack_many of a ready stream, recording each batch; fails the first `failures` calls."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.batches: list[list[str]] = []
+        self.failures = failures
+        self.lock = threading.Lock()
+
+    def ack_many(self, entries: Sequence[StreamEntry]) -> int:
+        with self.lock:
+            if self.failures:
+                self.failures -= 1
+                raise ConnectionError("redis is down")
+            self.batches.append([e.entry_id for e in entries])
+        return len(entries)
+
+
+def entries(count: int) -> list[StreamEntry]:
+    return [StreamEntry(0, f"{i}-0", Member("t", f"j{i}", 1), 1) for i in range(count)]
+
+
+def test_given_entries_from_many_threads_when_running_ends_then_each_was_acked_once_in_bounded_batches() -> (
+    None
+):
+    stream = AckRecorder()
+    given_back: list[int] = []
+    acker = Acker(stream, RecordingMetrics(), gather_ms=1_000, batch=8, on_sent=given_back.append)  # type: ignore[arg-type]
+    finished = entries(100)
+
+    with acker.running():
+        assert acker.active
+        threads = [
+            threading.Thread(target=lambda part=part: [acker.ack(e) for e in part])
+            for part in (finished[i::4] for i in range(4))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    assert not acker.active
+    sent = [entry_id for batch in stream.batches for entry_id in batch]
+    assert sorted(sent) == sorted(e.entry_id for e in finished)
+    assert max(len(batch) for batch in stream.batches) <= 8
+    # Batched: far fewer calls than entries (a call per 8 while they pour in, the rest at the end).
+    assert len(stream.batches) < 100 // 2
+    # Every entry's delivery slot went back once its acknowledgement was sent, and only then.
+    assert sum(given_back) == 100
+    assert all(acker.settle(e) for e in finished)
+    assert not any(acker.settle(e) for e in finished)  # settled once
+
+
+def test_given_an_entry_never_queued_when_settled_then_its_slot_is_the_callers() -> None:
+    acker = Acker(AckRecorder(), RecordingMetrics())  # type: ignore[arg-type]
+    (deferred,) = entries(1)
+
+    assert acker.settle(deferred) is False
+
+
+def test_given_a_failing_batch_when_acked_then_it_is_counted_and_later_batches_still_go() -> None:
+    stream = AckRecorder(failures=1)
+    metrics = RecordingMetrics()
+    acker = Acker(stream, metrics, gather_ms=0, batch=64)  # type: ignore[arg-type]
+    first, second = entries(2)
+
+    with acker.running():
+        acker.ack(first)
+        for _ in range(10_000):  # the first batch (failing) is sent before the second is queued
+            if acker.sent:
+                break
+            threading.Event().wait(0.001)
+        assert acker.sent == 1
+        acker.ack(second)
+
+    # The failed entry stays pending in Redis, for a recoverer; the next one is acknowledged.
+    assert stream.batches == [[second.entry_id]]
+    assert metrics.counts["AckErrors"] == 1
