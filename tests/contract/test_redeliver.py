@@ -44,6 +44,19 @@ def test_given_fresh_entries_when_reaped_then_untouched_and_scan_finished(
     )
 
 
+def test_given_redis_flushed_when_reaped_then_nothing_to_redeliver_and_scan_finished(
+    redis_backend: RedisBackend,
+) -> None:
+    deliver(redis_backend, entry(A))
+    redis_backend.probe.flush()  # a fail-over to an empty replica: the stream and its group are gone
+
+    result = redis_backend.reaper.redeliver(0, MIN_IDLE_MS, LATER, 5)
+
+    # Nothing is held there any more (the reaper re-indexes the jobs from DynamoDB); the group is not
+    # recreated here: the readers and the reaper's ensure_group do that.
+    assert (result.redelivered, result.exhausted, result.scan_finished) == (0, [], True)
+
+
 def test_given_idle_and_fresh_entries_when_reaped_then_idle_one_readded_with_d_plus_one(
     redis_backend: RedisBackend,
 ) -> None:

@@ -216,7 +216,10 @@ class FakeReadyStream(FakeRedisRole):
         ready, inflight = redis_keys.ready_stream(shard), redis_keys.inflight_key(shard)
         m = self.memory
         with m.lock:
-            next_cursor, claimed = m.xautoclaim(ready, GROUP, self.consumer, min_idle_ms, cursor, batch)
+            try:
+                next_cursor, claimed = m.xautoclaim(ready, GROUP, self.consumer, min_idle_ms, cursor, batch)
+            except NoGroup:
+                return RedeliverResult(0, [], "0-0", 0)  # Redis lost the stream: nothing is pending there
             redelivered = 0
             exhausted: list[tuple[str, str]] = []
             malformed: list[tuple[str, str]] = []

@@ -210,9 +210,17 @@ class RedisReadyStream(RedisBase):
             max_deliveries,
             cursor,
         ]
-        redelivered, flat, next_cursor, malformed = cast(
-            list[Any], self._scripts["redeliver"](keys=keys, args=args)
-        )
+        try:
+            redelivered, flat, next_cursor, malformed = cast(
+                list[Any], self._scripts["redeliver"](keys=keys, args=args)
+            )
+        except redis.ResponseError as error:
+            # NOGROUP: Redis lost the stream (a flush, a fail-over to an empty replica). Nothing is pending
+            # there any more: the scan is over (the readers and the reaper recreate the group, and the
+            # reaper re-indexes the jobs from DynamoDB).
+            if "NOGROUP" not in str(error):
+                raise
+            return RedeliverResult(0, [], "0-0", 0)
         discarded = 0
         for i in range(0, len(malformed), 2):
             raw = text(malformed[i + 1])
