@@ -1,4 +1,4 @@
-"""Hookline's whole local stack through its HTTP API: `hookline dev` on free ports, jobs submitted over HTTP.
+"""Hookline's whole hand-wired local stack through its HTTP API: `hookline dev --hand-wired` on free ports.
 
 Everything a user's request goes through is in the path: the gateway, the API function in its sandbox
 processes (authentication, the API rate limiter, validation), the submit use case, moto as DynamoDB, and
@@ -76,7 +76,7 @@ class HooklineLocal:
         self._output = state / "stdout.txt"
         with self._output.open("wb") as sink:
             self._process = subprocess.Popen(
-                [str(Path(sys.executable).parent / "hookline"), "dev"],
+                [str(Path(sys.executable).parent / "hookline"), "dev", "--hand-wired"],
                 cwd=REPO,
                 env=env,
                 stdout=sink,
@@ -105,7 +105,8 @@ class HooklineLocal:
         self._clients: list[httpx.Client] = []
         self._pool = ThreadPoolExecutor(max_workers=SUBMITTERS)
         self.notes = [
-            f"`hookline dev`: gateway, {len(self._timer_rates_s)} timers, API sandboxes, moto, redis-server "
+            f"`hookline dev --hand-wired`: gateway, {len(self._timer_rates_s)} timers, API sandboxes, moto, "
+            "redis-server "
             f"on this machine; bulk submits through POST /v1/jobs/batch ({BULK_BATCH} a request, "
             f"{SUBMITTERS} at a time); worker CPU is the whole stack's but moto's (store CPU) and "
             "redis-server's; drain releases jobs by a common due time (the stack cannot pause); a fifth of "
