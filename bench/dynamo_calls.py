@@ -34,6 +34,7 @@ from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import dynamodb_client, lean_client
 from tests.support.aws import make_tables, use_fake_credentials
+from tests.support.jobs import scheduled_job
 from tests.support.redis_server import free_port
 
 DONE = Finish(JobStatus.SUCCEEDED, 200, None)
@@ -55,24 +56,12 @@ def _moto(port: int) -> subprocess.Popen[bytes]:
 
 
 def _job(n: int, now_ms: int) -> Job:
-    return Job(
-        tenant="bench",
+    return scheduled_job(
+        now_ms,
         job_id=f"dc-{n}-{now_ms}",
-        status=JobStatus.SCHEDULED,
-        generation=1,
-        attempt=0,
-        max_attempts=3,
-        url="http://127.0.0.1:9/hook",
-        method="POST",
-        headers={"Content-Type": "application/json"},
         body=json.dumps({"id": n, "payload": {"order": 42, "items": [1, 2, 3], "customer": "c_0001"}}),
         due_ms=now_ms - 1,
-        created_ms=now_ms,
-        updated_ms=now_ms,
-        min_backoff_ms=1000,
-        max_backoff_ms=60_000,
         timeout_ms=10_000,
-        shard=0,
     )
 
 

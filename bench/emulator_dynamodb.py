@@ -25,21 +25,25 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support
+
 from hookline.adapters.dynamo import codec, tables
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.domain.ids import new_id
-from hookline.domain.models import Job, JobStatus
+from hookline.domain.models import Job
 from hookline.usecases.reconcile import DUE_HORIZON_MS, RECONCILE_PAGE
 from hookline_local.deploy import aws_client
 from hookline_local.emulator import start_emulator
 from hookline_local.template import create_tables, find_template, load_template
+from tests.support.jobs import scheduled_job
+from tests.support.redis_server import free_port
 
 TENANT = "dev"
 TABLES = {"JobsTable": "jobs", "ExecutionsTable": "executions", "ApiKeysTable": "api-keys"}
@@ -47,33 +51,13 @@ BATCH = 25  # BatchWriteItem's limit
 KEYSPACE = tables.Keyspace()  # the template's JobBuckets default
 
 
-def free_port() -> int:
-    """Returns a loopback TCP port nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def a_job(now_ms: int, idempotency_key: str | None = None) -> Job:
     """Returns a scheduled job an hour ahead, as a plain submit makes it (shard 0 of Shards=1)."""
-    return Job(
+    return scheduled_job(
+        now_ms,
         tenant=TENANT,
-        job_id=new_id(now_ms),
-        status=JobStatus.SCHEDULED,
-        generation=1,
-        attempt=0,
-        max_attempts=3,
         url="http://127.0.0.1:9/ahead",
-        method="POST",
-        headers={"Content-Type": "application/json"},
-        body='{"n": 1}',
         due_ms=now_ms + 3_600_000,
-        created_ms=now_ms,
-        updated_ms=now_ms,
-        min_backoff_ms=1_000,
-        max_backoff_ms=60_000,
-        timeout_ms=5_000,
-        shard=0,
         idempotency_key=idempotency_key,
     )
 

@@ -46,7 +46,7 @@ from hookline.adapters.redis.cluster import close_cluster
 from hookline.adapters.redis.index import RedisIndex
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.clock import SystemClock
-from hookline.domain.models import Job, JobStatus
+from hookline.domain.models import Job
 from hookline.domain.sharding import shard_of
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import redis_client
@@ -55,6 +55,7 @@ from hookline.usecases.execute import Executor
 from hookline.usecases.promote import Promoter
 from tests.fakes.jobs import FakeJobStore
 from tests.fakes.keys import StaticSecrets
+from tests.support.jobs import scheduled_job
 from tests.support.redis_cluster import running_cluster
 
 MASTERS = 4
@@ -73,23 +74,13 @@ def make_jobs(count: int, shards: int, created_ms: int) -> list[Job]:
     for i in range(count):
         job_id = f"job{i:08d}"
         jobs.append(
-            Job(
+            scheduled_job(
+                created_ms,
                 tenant=TENANT,
                 job_id=job_id,
-                status=JobStatus.SCHEDULED,
-                generation=1,
-                attempt=0,
-                max_attempts=3,
                 url="https://receiver.example/hook",
-                method="POST",
                 headers={},
-                body='{"n": 1}',
-                due_ms=created_ms,
-                created_ms=created_ms,
-                updated_ms=created_ms,
-                min_backoff_ms=1000,
                 max_backoff_ms=1000,
-                timeout_ms=5000,
                 shard=shard_of(job_id, shards),
             )
         )

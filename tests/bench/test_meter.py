@@ -25,39 +25,19 @@ from bench.compare.dynamo_units import (
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.domain.delivery import Finish
-from hookline.domain.ids import new_id
 from hookline.domain.keys import SigningSecrets
-from hookline.domain.models import Execution, ExecutionOutcome, FlowControl, Job, JobStatus
+from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import dynamodb_client
 from tests.fakes.jobs import FakeJobStore
 from tests.fakes.keys import FakeKeyStore
+from tests.support.jobs import scheduled_job
 
 NOW = 1_767_225_600_000
 
 
 def _job(idempotency_key: str | None = None) -> Job:
-    return Job(
-        tenant="bench",
-        job_id=new_id(NOW),
-        status=JobStatus.SCHEDULED,
-        generation=1,
-        attempt=0,
-        max_attempts=3,
-        url="http://127.0.0.1:9/hook",
-        method="POST",
-        headers={"Content-Type": "application/json"},
-        body='{"id": "x", "payload": {"order": 42}}',
-        due_ms=NOW,
-        created_ms=NOW,
-        updated_ms=NOW,
-        min_backoff_ms=1_000,
-        max_backoff_ms=60_000,
-        timeout_ms=5_000,
-        shard=0,
-        idempotency_key=idempotency_key,
-        flow=FlowControl(),
-    )
+    return scheduled_job(NOW, body='{"id": "x", "payload": {"order": 42}}', idempotency_key=idempotency_key)
 
 
 def _one_life(jobs: Any, keys: Any) -> None:

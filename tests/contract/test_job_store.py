@@ -20,6 +20,7 @@ from hookline.domain.ids import new_id
 from hookline.domain.models import Execution, ExecutionOutcome, FlowControl, Job, JobStatus, Member
 from tests.contract.conftest import LEASE_MS, DynamoBackend
 from tests.fakes.jobs import FakeJobStore
+from tests.support.jobs import scheduled_job
 
 NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 TIMEOUT_MS = 5_000
@@ -27,22 +28,12 @@ TIMEOUT_MS = 5_000
 
 def make_job(backend: DynamoBackend, due_ms: int = NOW, **changes: object) -> Job:
     """Returns a new scheduled job of the backend's tenant and shard (not stored)."""
-    job = Job(
+    job = scheduled_job(
+        NOW,
         tenant=backend.tenant,
-        job_id=new_id(NOW),
-        status=JobStatus.SCHEDULED,
-        generation=1,
-        attempt=0,
-        max_attempts=3,
         url="https://example.com/hook",
-        method="POST",
-        headers={"Content-Type": "application/json"},
         body='{"n":1}',
         due_ms=due_ms,
-        created_ms=NOW,
-        updated_ms=NOW,
-        min_backoff_ms=1_000,
-        max_backoff_ms=60_000,
         timeout_ms=TIMEOUT_MS,
         shard=backend.shard,
         flow=FlowControl("partner", 5, 1_000, None, 0),
