@@ -166,14 +166,15 @@ def test_given_slots_freed_while_gathering_when_taken_then_one_take_gets_them_to
     assert capacity.free == 0
 
 
-def test_given_a_backlog_when_read_with_gather_then_reads_are_batched_and_never_exceed_free_slots() -> None:
-    streams = StreamsInMemory({0: 200})
-    clock = SystemClock()
+def gathering_readers(entries: int) -> tuple[StreamsInMemory, RecordingCapacity, Deliveries, ShardReaders]:
+    """Returns one shard of `entries` entries, 8 recorded slots, 8 delivery workers, and its readers, which
+    gather 4 slots after a full read (waiting up to 10 s for them)."""
+    streams = StreamsInMemory({0: entries})
     capacity = RecordingCapacity(8)
     deliveries = Deliveries(capacity, workers=8)
     readers = ShardReaders(
         streams,  # type: ignore[arg-type]
-        clock,
+        SystemClock(),
         NullMetrics(),
         [0],
         capacity,
@@ -181,6 +182,12 @@ def test_given_a_backlog_when_read_with_gather_then_reads_are_batched_and_never_
         gather=4,
         gather_ms=10_000,
     )
+    return streams, capacity, deliveries, readers
+
+
+def test_given_a_backlog_when_read_with_gather_then_reads_are_batched_and_never_exceed_free_slots() -> None:
+    streams, capacity, deliveries, readers = gathering_readers(200)
+    clock = SystemClock()
 
     readers.start(clock.now_ms() + 1_000, block_ms=20)
     assert readers.join(timeout_s=6)
@@ -197,20 +204,8 @@ def test_given_a_backlog_when_read_with_gather_then_reads_are_batched_and_never_
 
 
 def test_given_a_short_read_when_the_stream_is_drained_then_the_next_read_does_not_gather() -> None:
-    streams = StreamsInMemory({0: 2})
+    _, capacity, deliveries, readers = gathering_readers(2)
     clock = SystemClock()
-    capacity = RecordingCapacity(8)
-    deliveries = Deliveries(capacity, workers=8)
-    readers = ShardReaders(
-        streams,  # type: ignore[arg-type]
-        clock,
-        NullMetrics(),
-        [0],
-        capacity,
-        deliveries.deliver,
-        gather=4,
-        gather_ms=10_000,
-    )
 
     readers.start(clock.now_ms() + 200, block_ms=20)
     assert readers.join(timeout_s=5)
