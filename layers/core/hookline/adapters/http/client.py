@@ -1,14 +1,14 @@
 """The HTTP callback client: one attempt per call, pinned to the checked address, never raising.
 
-Design: sync httpcore (the engine under `httpx.Client`) with one small connection pool per executor
-thread. A single pool shared by 32 threads was slower than one thread alone: on every request httpcore
-rescans all its connections (polling each idle socket) under one lock, so the cost grows with threads
-times connections (figures in bench/callback_transport.py).
+Design: a minimal HTTP/1.1 client over plain sockets (`wire.py`) with a small pool of kept-alive
+connections per executor thread, so threads share nothing on the hot path. It replaced httpcore with h11,
+whose CPU per request was twice a raw `http.client`'s (bench/hotpath.py `--mode callback`), and an executor
+spends most of its time in the callback client.
 
-Each pool's network backend never resolves names: it connects to the address `check_url` approved for
-the attempt its thread is running. The URL keeps the real host name, so connections are pooled per host
-name, TLS uses that name for SNI and the certificate check, and a connection made for a.example is never
-reused for b.example just because both resolve to the same IP (as it would be if the URL named the IP).
+The client never resolves a name while connecting: it connects to the address `check_url` approved for
+the attempt. Connections are pooled per host name and address, TLS uses the name for SNI and the
+certificate check, and a connection made for a.example is never reused for b.example just because both
+resolve to the same IP, nor for a.example once its checked address changed.
 
 The attempt also carries its deadline (the earlier of `timeout_s` and the request's `deadline_s`), and
 every socket operation is clamped to it, so it bounds the whole attempt (connect, TLS, writes, each read),
@@ -22,8 +22,8 @@ only repeat an answer that was safe, never let an unsafe one through. It makes a
 DNS_CACHE_S to be seen, which kept-alive connections (KEEPALIVE_EXPIRY_S) already allow for longer.
 A name that does not resolve is a retryable `dns_error`: a DNS outage must not dead-letter every job.
 
-Memory per attempt is bounded whatever the receiver sends: httpcore has h11 refuse a status line and
-headers over 100 KiB, the body is read only up to the preview size (then the connection is closed, not
+Memory per attempt is bounded whatever the receiver sends: `wire` refuses a status line and headers
+over 100 KiB, the body is read only up to the preview size (then the connection is closed, not
 drained), and nothing decompresses it. Redirects are never followed. Nothing the receiver sends makes
 `deliver` raise.
 """
@@ -37,18 +37,16 @@ import ssl
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 from types import TracebackType
-from typing import Any
 
-import httpcore
 import httpx
 
+from hookline.adapters.http import wire
 from hookline.adapters.http.safety import ResolvedTarget, Resolver, check_url, resolve_with_getaddrinfo
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.clock import SystemClock
@@ -75,131 +73,50 @@ _MAX_DELAY_DIGITS = 9  # more is over a day anyway
 _MAX_DATE_CHARS = 64  # an HTTP-date is at most 30 characters (RFC 850 form with a long weekday)
 
 
-@dataclass(frozen=True)
-class _Pin:
-    """Names the checked address and the deadline of the attempt a thread is running."""
+class _ThreadPool:
+    """Holds one thread's kept-alive connections, at most max_connections, the oldest dropped first.
 
-    host: str
-    port: int
-    ip: str
-    deadline_s: float  # a time.monotonic() value
-
-
-class _ThreadTransport:
-    """Holds one thread's connection pool and the attempt that thread is running.
-
-    Made on the owning thread, which alone uses it, so `pin` needs no lock. Calling `close()` closes the
-    pool once; later calls do nothing.
+    Made on the owning thread, which alone uses it: no lock. A connection is keyed by scheme, host name,
+    port AND the checked address, so it is reused only for the same name (TLS checked that name) at an
+    address that the current attempt's check approved again. Calling `close()` closes them once.
     """
 
     def __init__(self, ssl_context: ssl.SSLContext, max_connections: int) -> None:
-        self.pin: _Pin | None = None
-        self.pool = httpcore.ConnectionPool(
-            ssl_context=ssl_context,
-            max_connections=max_connections,
-            max_keepalive_connections=max_connections,
-            keepalive_expiry=KEEPALIVE_EXPIRY_S,
-            network_backend=_PinnedBackend(self),
-        )
+        self._ssl_context = ssl_context
+        self._max_connections = max_connections
+        self._idle: list[wire.Connection] = []  # oldest first
         # An executor that replaces its threads would otherwise leave their sockets open until garbage
         # collection; close them as soon as the owning thread object goes (or on close(), whichever is first).
-        self.close = weakref.finalize(threading.current_thread(), self.pool.close)
+        self.close = weakref.finalize(threading.current_thread(), _close_all, self._idle)
 
-    @contextmanager
-    def pinned(self, pin: _Pin) -> Iterator[None]:
-        """Makes pin the current attempt for the duration of the block."""
-        self.pin = pin
-        try:
-            yield
-        finally:
-            self.pin = None
+    def take(self, key: tuple[str, str, int, str], deadline_s: float) -> wire.Connection:
+        """Returns a usable kept connection for key, else a new one connected by deadline_s."""
+        now_s = time.monotonic()
+        found: wire.Connection | None = None
+        for connection in reversed(self._idle[:]):  # newest first; expired and stale ones are dropped
+            if now_s - connection.idle_since_s >= KEEPALIVE_EXPIRY_S:
+                self._idle.remove(connection)
+                connection.close()
+            elif found is None and connection.key == key:
+                self._idle.remove(connection)
+                if connection.is_stale():
+                    connection.close()
+                else:
+                    found = connection
+        return found or wire.Connection.open(key, self._ssl_context, deadline_s)
 
-    def clamped(self, timeout: float | None, expired: type[Exception]) -> float | None:
-        """Shortens an operation's timeout to the current attempt's remaining time.
-
-        Raises:
-            expired: The attempt's deadline has passed.
-        """
-        if self.pin is None:
-            return timeout
-        remaining_s = self.pin.deadline_s - time.monotonic()
-        if remaining_s <= 0:
-            raise expired("callback attempt ran out of time")
-        return remaining_s if timeout is None else min(timeout, remaining_s)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    """Wraps a socket stream so that no operation outlives the attempt using it."""
-
-    def __init__(self, inner: httpcore.NetworkStream, owner: _ThreadTransport) -> None:
-        self._inner = inner
-        self._owner = owner
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        """Reads up to max_bytes before the attempt's deadline."""
-        return self._inner.read(max_bytes, self._owner.clamped(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        """Writes buffer before the attempt's deadline."""
-        self._inner.write(buffer, self._owner.clamped(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        """Closes the socket."""
-        self._inner.close()
-
-    def start_tls(
-        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.NetworkStream:
-        """Performs the TLS handshake before the attempt's deadline."""
-        timeout = self._owner.clamped(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, timeout), self._owner)
-
-    def get_extra_info(self, info: str) -> Any:
-        """Passes through socket details (the pool asks whether an idle connection is readable)."""
-        return self._inner.get_extra_info(info)
+    def give_back(self, connection: wire.Connection) -> None:
+        """Keeps a connection whose exchange ended cleanly, closing the oldest past the pool's size."""
+        connection.idle_since_s = time.monotonic()
+        self._idle.append(connection)
+        while len(self._idle) > self._max_connections:
+            self._idle.pop(0).close()
 
 
-class _PinnedBackend(httpcore.NetworkBackend):
-    """Opens connections only to the address pinned for the owning thread's attempt."""
-
-    def __init__(self, owner: _ThreadTransport) -> None:
-        self._inner = httpcore.SyncBackend()
-        self._owner = owner
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        """Connects to the pinned address of (host, port), refusing any other destination."""
-        pin = self._owner.pin
-        if pin is None or (pin.host, pin.port) != (host, port):
-            raise httpcore.ConnectError(f"refusing to connect to {host}:{port}: no checked address")
-        timeout = self._owner.clamped(timeout, httpcore.ConnectTimeout)
-        stream = self._inner.connect_tcp(pin.ip, port, timeout, local_address, socket_options)
-        return _DeadlineStream(stream, self._owner)
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore.NetworkStream:
-        """Refuses: a callback never goes to a Unix socket."""
-        raise httpcore.ConnectError("unix sockets are never callback targets")
-
-    def sleep(self, seconds: float) -> None:
-        """Sleeps (the pool's connect retries would use it; they are off)."""
-        time.sleep(seconds)
-
-
-@dataclass(frozen=True)
-class _Response:
-    """Keeps the parts of one HTTP response the client reports."""
-
-    status: int
-    headers: dict[str, str]
-    preview: bytes
+def _close_all(connections: list[wire.Connection]) -> None:
+    """Closes every connection in the list and empties it."""
+    while connections:
+        connections.pop().close()
 
 
 class HttpCallbackClient:
@@ -234,13 +151,13 @@ class HttpCallbackClient:
         self._resolver = resolver or resolve_with_getaddrinfo
         self._clock = clock or SystemClock()
         self._connections_per_thread = connections_per_thread
-        # httpcore reads no proxy settings from the environment, so nothing can divert a connection
-        # away from the pinned address.
+        # No proxy settings are read from the environment, so nothing can divert a connection away from
+        # the checked address.
         self._ssl_context = ssl_context or httpx.create_ssl_context()
         self._local = threading.local()
         # Weak, so the transports of threads that ended do not pile up here.
-        self._transports: weakref.WeakSet[_ThreadTransport] = weakref.WeakSet()
-        self._transports_lock = threading.Lock()
+        self._pools: weakref.WeakSet[_ThreadPool] = weakref.WeakSet()
+        self._pools_lock = threading.Lock()
         # Lookups of every thread; a hung one holds its helper until the system resolver gives up.
         self._lookups = ThreadPoolExecutor(max_workers=DNS_LOOKUP_THREADS, thread_name_prefix="hookline-dns")
         self._dns_cache_s = dns_cache_s
@@ -250,21 +167,21 @@ class HttpCallbackClient:
 
     def close(self) -> None:
         """Closes every pooled connection of every thread; the client must not be used afterwards."""
-        with self._transports_lock:
-            transports = list(self._transports)
-        for transport in transports:
-            transport.close()
+        with self._pools_lock:
+            pools = list(self._pools)
+        for pool in pools:
+            pool.close()
         self._lookups.shutdown(wait=False, cancel_futures=True)
 
-    def _thread_transport(self) -> _ThreadTransport:
-        """Returns the calling thread's transport, making it on the thread's first delivery."""
-        transport: _ThreadTransport | None = getattr(self._local, "transport", None)
-        if transport is None:
-            transport = _ThreadTransport(self._ssl_context, self._connections_per_thread)
-            self._local.transport = transport
-            with self._transports_lock:
-                self._transports.add(transport)
-        return transport
+    def _thread_pool(self) -> _ThreadPool:
+        """Returns the calling thread's connection pool, making it on the thread's first delivery."""
+        pool: _ThreadPool | None = getattr(self._local, "pool", None)
+        if pool is None:
+            pool = _ThreadPool(self._ssl_context, self._connections_per_thread)
+            self._local.pool = pool
+            with self._pools_lock:
+                self._pools.add(pool)
+        return pool
 
     def __enter__(self) -> HttpCallbackClient:
         return self
@@ -294,15 +211,15 @@ class HttpCallbackClient:
             return _failure(started_s, "dns_error", str(exc))
         except UnsafeUrl as exc:
             return _failure(started_s, "unsafe_url", str(exc), retryable=False)
-        except httpcore.TimeoutException:
+        except (wire.Timeout, TimeoutError):
             budget_s = max(0.0, deadline_s - started_s)
             return _failure(started_s, "timeout", f"no complete response within {budget_s:.3g} s")
-        except httpcore.ConnectError as exc:
+        except wire.ConnectFailed as exc:
             return _failure(started_s, "connect_error", str(exc) or "connection failed")
-        except (httpcore.LocalProtocolError, UnicodeEncodeError) as exc:
+        except (wire.InvalidRequest, UnicodeEncodeError) as exc:
             # The job's own method or headers are not valid HTTP; sending again cannot help.
             return _failure(started_s, "invalid_request", f"{type(exc).__name__}: {exc}", retryable=False)
-        except (httpcore.NetworkError, httpcore.ProtocolError, OSError) as exc:
+        except (wire.ProtocolViolation, OSError) as exc:
             return _failure(started_s, "transport_error", f"{type(exc).__name__}: {exc}")
         except Exception as exc:
             # The receiver controls every byte of the response, so a bug anywhere in reading it must not
@@ -322,7 +239,7 @@ class HttpCallbackClient:
         one attempt.
         """
         if deadline_s <= started_s:
-            raise httpcore.PoolTimeout("no time left for the attempt")
+            raise wire.Timeout("no time left for the attempt")
         headers = _outgoing_headers(request.headers)
         target = check_url(
             request.url,
@@ -361,13 +278,13 @@ class HttpCallbackClient:
         """Resolves host on a helper thread, waiting no longer than the attempt's deadline."""
         remaining_s = deadline_s - time.monotonic()
         if remaining_s <= 0:
-            raise httpcore.ConnectTimeout(f"no time left to resolve {host!r}")
+            raise wire.Timeout(f"no time left to resolve {host!r}")
         lookup = self._lookups.submit(self._resolver, host, port)
         try:
             return lookup.result(timeout=remaining_s)
         except TimeoutError:  # the lookup's own OSErrors pass through: they are not the wait's timeout
             if not lookup.done():
-                raise httpcore.ConnectTimeout(f"resolving {host!r} outlasted the attempt") from None
+                raise wire.Timeout(f"resolving {host!r} outlasted the attempt") from None
             raise
 
     def _send(
@@ -377,36 +294,35 @@ class HttpCallbackClient:
         headers: list[tuple[bytes, bytes]],
         body: bytes,
         deadline_s: float,
-    ) -> _Response:
-        """Sends one HTTP request to the pinned address and reads at most the preview of the body."""
-        remaining_s = deadline_s - time.monotonic()
-        if remaining_s <= 0:
-            raise httpcore.PoolTimeout("callback attempt ran out of time")
+    ) -> wire.Response:
+        """Sends one HTTP request to the checked address and reads at most the preview of the body.
+
+        The request is encoded (and refused if invalid) before any connection is taken. A connection
+        whose exchange failed in any way is closed, never pooled: its state is unknown.
+        """
         host = f"[{target.host}]" if ":" in target.host else target.host
         if target.port != (443 if target.scheme == "https" else 80):
             host = f"{host}:{target.port}"
         framing = [(b"Host", host.encode("ascii"))]
         if body or method in _METHODS_WITH_BODY:
             framing.append((b"Content-Length", str(len(body)).encode("ascii")))
-        url = httpcore.URL(
-            scheme=target.scheme.encode("ascii"),
-            host=target.host.encode("ascii"),
-            port=target.port,
-            target=target.path_and_query.encode("ascii"),
-        )
-        timeouts = dict.fromkeys(("connect", "read", "write", "pool"), remaining_s)
-        transport = self._thread_transport()
-        with (
-            transport.pinned(_Pin(target.host, target.port, target.ip, deadline_s)),
-            transport.pool.stream(
-                method, url, headers=framing + headers, content=body, extensions={"timeout": timeouts}
-            ) as response,
-        ):
-            preview = _read_preview(response.iter_stream())
-            response_headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in response.headers}
-        return _Response(response.status, response_headers, preview)
+        request = wire.encode_request(method, target.path_and_query, framing + headers, body)
+        pool = self._thread_pool()
+        connection = pool.take((target.scheme, target.host, target.port, target.ip), deadline_s)
+        try:
+            response, reusable = connection.exchange(
+                request, body, method, RESPONSE_BODY_PREVIEW_BYTES, deadline_s
+            )
+        except BaseException:
+            connection.close()
+            raise
+        if reusable:
+            pool.give_back(connection)
+        else:
+            connection.close()
+        return response
 
-    def _result(self, response: _Response, started_s: float) -> CallbackResult:
+    def _result(self, response: wire.Response, started_s: float) -> CallbackResult:
         """Turns a response into a result."""
         return CallbackResult(
             status_code=response.status,
@@ -449,20 +365,6 @@ def parse_retry_after(value: str | None, now_ms: int) -> float | None:
     if not math.isfinite(delay_s):
         return None
     return min(max(delay_s, 0.0), float(MAX_RETRY_AFTER_S))
-
-
-def _read_preview(chunks: Iterable[bytes]) -> bytes:
-    """Reads the body until it ends or exceeds the preview size, so a huge body is never held.
-
-    Reading to the end of a short body lets the connection return to the pool; stopping early makes
-    the pool close it instead, which is the price of not downloading the rest.
-    """
-    preview = bytearray()
-    for chunk in chunks:
-        preview += chunk
-        if len(preview) > RESPONSE_BODY_PREVIEW_BYTES:
-            break
-    return bytes(preview[:RESPONSE_BODY_PREVIEW_BYTES])
 
 
 def _outgoing_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:

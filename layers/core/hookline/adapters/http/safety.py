@@ -11,6 +11,7 @@ import logging
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote, urlsplit
 
 from hookline.adapters.http.lookup import SUBMIT_LOOKUP_TIMEOUT_S, lookup_within
@@ -32,6 +33,10 @@ _PRIVATE_V4 = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/
 _UNIQUE_LOCAL_V6 = ipaddress.ip_network("fc00::/7")
 _NAT64_V6 = ipaddress.ip_network("64:ff9b::/96")
 _IPV4_COMPATIBLE_V6 = ipaddress.ip_network("::/96")
+
+
+# Answers of the pure checks below kept per argument; an executor calls the same few hosts over and over.
+_PURE_CACHE_ENTRIES = 4096
 
 
 @dataclass(frozen=True)
@@ -133,8 +138,9 @@ def check_url(
     return ResolvedTarget(parsed.scheme, parsed.host, parsed.port, parsed.path_and_query, ip=pinned)
 
 
+@lru_cache(maxsize=_PURE_CACHE_ENTRIES)
 def refusal_reason(address: IPAddress, allow_loopback: bool) -> str | None:
-    """Says why address must not be called, or None when it may be.
+    """Says why address must not be called, or None when it may be (pure, so its answers are kept).
 
     Args:
         address: One resolved address.
@@ -217,8 +223,12 @@ def _unmapped(address: IPAddress) -> IPAddress:
     return address
 
 
+@lru_cache(maxsize=_PURE_CACHE_ENTRIES)
 def parse_url(url: str) -> ParsedUrl:
     """Splits url into the parts a connection needs, refusing what Hookline never calls.
+
+    Pure, and every attempt checks its URL again: answers are kept for the URLs seen last (a refusal is
+    an exception, which is not kept).
 
     Args:
         url: A callback URL.
@@ -253,6 +263,7 @@ def parse_url(url: str) -> ParsedUrl:
     return ParsedUrl(scheme, host, port if port is not None else DEFAULT_PORTS[scheme], path_and_query)
 
 
+@lru_cache(maxsize=_PURE_CACHE_ENTRIES)
 def _ip_literal(host: str) -> IPAddress | None:
     """Returns host as an address when it is an IP literal (which needs no lookup), else None."""
     try:

@@ -1,0 +1,152 @@
+"""The callback client's own HTTP/1.1 (adapters/http/wire.py): framing, keep-alive and when a connection is
+not reused, against raw loopback servers that answer several requests on one connection."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from hookline.adapters.http.client import HttpCallbackClient
+from hookline.domain.callbacks import CallbackRequest
+from tests.support.raw_http import Handler, RawConnection, RawServer
+
+pytestmark = pytest.mark.integration
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+LONG_BODY_BYTES = 4 * 1024 * 1024  # more than one read takes, so the client stops before its end
+CHUNKED = (
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;ext=1\r\nok\r\n3\r\n!!!\r\n0\r\nX-T: 1\r\n\r\n"
+)
+
+
+@pytest.fixture
+def client() -> Iterator[HttpCallbackClient]:
+    with HttpCallbackClient(allow_loopback=True) as shared:
+        yield shared
+
+
+def post(url: str, method: str = "POST") -> CallbackRequest:
+    return CallbackRequest(url=url, method=method, headers={}, body=b'{"n": 1}', timeout_s=5.0)
+
+
+def serving(*answers: bytes) -> Handler:
+    """Returns a handler that answers one request after another on the same connection, then closes it."""
+
+    def handle(connection: RawConnection) -> None:
+        for raw in answers:
+            if not connection.read_request() or not connection.send(raw):
+                return
+
+    return handle
+
+
+def test_given_keep_alive_answers_when_delivered_three_times_then_one_connection_serves_them(
+    client: HttpCallbackClient,
+) -> None:
+    with RawServer(serving(OK, OK, OK)) as server:
+        results = [client.deliver(post(server.url())) for _ in range(3)]
+
+    assert [(r.status_code, r.response_preview) for r in results] == [(200, "ok")] * 3
+    assert len(server.connections) == 1
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+        # Bytes past the body would be read as the next answer.
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n",
+        # Both framings: the message is suspect (request smuggling), so the chunked body is read, then closed.
+        b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+        # A body well past the preview is not read to its end.
+        b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % LONG_BODY_BYTES + b"o" * LONG_BODY_BYTES,
+    ],
+    ids=[
+        "connection-close",
+        "close-among-tokens",
+        "http-1.0",
+        "bytes-after-body",
+        "cl-and-te",
+        "past-preview",
+    ],
+)
+def test_given_an_answer_that_forbids_reuse_when_delivered_again_then_a_new_connection_is_used(
+    client: HttpCallbackClient, first: bytes
+) -> None:
+    with RawServer(serving(first, OK)) as server:
+        one = client.deliver(post(server.url()))
+        two = client.deliver(post(server.url()))
+
+    assert (one.status_code, one.error_class, two.status_code) == (200, None, 200)
+    assert (one.response_preview or "").startswith("o")
+    assert len(server.connections) == 2
+
+
+@pytest.mark.parametrize(
+    ("answer", "preview"),
+    [
+        (CHUNKED, "ok!!!"),
+        (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" + OK, "ok"),
+        (b"HTTP/1.1 204 No Content\r\nContent-Length: 7\r\n\r\n", ""),
+        (b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", ""),
+        (b"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nok", "ok"),  # no reason phrase
+    ],
+    ids=[
+        "chunked-with-extension-and-trailer",
+        "informational-first",
+        "204-no-body",
+        "empty-body",
+        "no-reason",
+    ],
+)
+def test_given_a_well_framed_answer_when_delivered_then_read_exactly_and_the_connection_reused(
+    client: HttpCallbackClient, answer: bytes, preview: str
+) -> None:
+    with RawServer(serving(answer, OK)) as server:
+        first = client.deliver(post(server.url()))
+        second = client.deliver(post(server.url()))
+
+    assert (first.error_class, first.response_preview, second.response_preview) == (None, preview, "ok")
+    assert len(server.connections) == 1
+
+
+def test_given_head_request_when_the_answer_has_a_length_then_no_body_is_awaited(
+    client: HttpCallbackClient,
+) -> None:
+    head_answer = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"
+    with RawServer(serving(head_answer, OK)) as server:
+        head = client.deliver(post(server.url(), method="HEAD"))
+        after = client.deliver(post(server.url()))
+
+    assert (head.status_code, head.error_class, head.response_preview) == (200, None, "")
+    assert (after.status_code, after.response_preview) == (200, "ok")
+    assert len(server.connections) == 1
+
+
+def test_given_the_receiver_closed_an_idle_connection_when_delivered_again_then_a_new_one_is_used(
+    client: HttpCallbackClient,
+) -> None:
+    def one_answer_then_close(connection: RawConnection) -> None:
+        connection.read_request()
+        connection.send(OK)  # keep-alive allowed, but the handler returns: the server closes the socket
+
+    with RawServer(one_answer_then_close) as server:
+        first = client.deliver(post(server.url()))
+        assert server.wait_done(timeout_s=5.0)
+        second = client.deliver(post(server.url()))
+
+    # Sending on the closed connection would fail the attempt; the pool sees the close and reconnects.
+    assert (first.status_code, second.status_code, second.error_class) == (200, 200, None)
+    assert len(server.connections) == 2
+
+
+def test_given_more_informational_answers_than_allowed_when_delivered_then_transport_error(
+    client: HttpCallbackClient,
+) -> None:
+    with RawServer(serving(b"HTTP/1.1 100 Continue\r\n\r\n" * 20 + OK)) as server:
+        result = client.deliver(post(server.url()))
+
+    assert (result.status_code, result.error_class, result.retryable) == (None, "transport_error", True)
