@@ -73,7 +73,15 @@ class ChildProcess:
 
     def call(self, command: str, argument: Any = None) -> Any:
         """Sends one command and returns the child's reply; raises ChildError if the child failed it."""
+        self.send(command, argument)
+        return self.reply(command)
+
+    def send(self, command: str, argument: Any = None) -> None:
+        """Sends one command without waiting (several children can then work at once); see reply()."""
         self._ours.send((command, argument))
+
+    def reply(self, command: str) -> Any:
+        """Waits for the reply to the command sent last; raises ChildError if the child failed it."""
         if not self._ours.poll(REPLY_TIMEOUT_S):
             raise ChildError(f"no reply to {command} within {REPLY_TIMEOUT_S:.0f} s")
         status, reply = self._ours.recv()

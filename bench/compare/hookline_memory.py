@@ -5,17 +5,23 @@ against moto by tests/contract), metered by counted_store: every call is counted
 DynamoDB adapter sends for it, priced in capacity units from the item's size. Redis is the bench's real
 redis-server, through the real adapter, as for every other system.
 
-An in-memory store cannot be shared between processes, so the submitter, the promoter and two executors
-(8 delivery threads each, as in hookline-moto) run as threads of ONE child process, driven over a pipe
-(bench/compare/child.py). They share one interpreter lock: submitting competes with delivering, which the
-process-per-role variants do not; the child reports the CPU its submitting took, which the scenarios count
-as submit CPU, not worker CPU.
+An in-memory store cannot be shared between processes, so the engine runs as CELLS independent cells,
+each a child process driven over a pipe (bench/compare/child.py) with its own store, its own Redis
+database on the shared redis-server, and as threads a submitter, a promoter and one executor of 8
+delivery threads: two executors of 8 threads in all, as Dramatiq's 2 processes x 8 threads and
+hookline-moto's two executor processes. The bench deals the jobs out to the cells in turn and submits to
+them at once. In AWS every submit and executor invocation runs in a process of its own over one shared
+DynamoDB; here each cell's submitting still competes with its delivering for its interpreter lock (a
+single cell, all threads under one lock, ran at about half the rate). Each child reports the CPU its
+submitting took, which the scenarios count as submit CPU, not worker CPU.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from bench.compare.child import ChildProcess
 from bench.compare.counted_store import DynamoMeter, MeteredJobStore, MeteredKeyStore
@@ -27,7 +33,7 @@ from tests.fakes.keys import FakeKeyStore
 from tests.fakes.schedules import FakeScheduleStore
 from tests.fakes.tables import JobsTables
 
-EXECUTORS = 2
+CELLS = 2  # independent engines, one process each (see the module's docstring)
 # Each use case runs in invocations this long, so a stop takes effect within about one of them.
 INVOCATION_MS = 1_000
 
@@ -42,7 +48,7 @@ class InMemoryEngine:
         tables = JobsTables()
         jobs = MeteredJobStore(FakeJobStore(tables, self._settings.lease_ms), self.meter)
         keys = MeteredKeyStore(FakeKeyStore(), self.meter)
-        self._containers = [Container(self._settings) for _ in range(EXECUTORS)]
+        self._containers = [Container(self._settings)]
         for container in self._containers:
             # Container builds each dependency on first use and keeps it in the instance's __dict__
             # (cached_property); seeding it there swaps the DynamoDB adapters for the metered fakes, and
@@ -103,11 +109,17 @@ class HooklineMemory:
     pausable = True
 
     def __init__(self, redis_url: str, receiver_url: str) -> None:
-        self._child = ChildProcess(InMemoryEngine, redis_url, receiver_url)
+        # Cell k uses Redis database k: the cells share the server (its CPU, memory and command counts are
+        # the system's) but no key, as two deployments would.
+        self._children = [
+            ChildProcess(InMemoryEngine, _database(redis_url, cell), receiver_url) for cell in range(CELLS)
+        ]
         self.cpu_skip_pids: set[int] = set()
         self.notes = [
-            "in-memory store (tests/fakes, metered): submitter, promoter and 2 executors x 8 threads in one "
-            "process; DynamoDB figures counted per request from the adapter's requests and real item sizes; "
+            f"in-memory store (tests/fakes, metered): {CELLS} independent cells, each a process with its own "
+            "store and Redis database running a submitter, a promoter and 1 executor x 8 threads, jobs dealt "
+            "out in turn; DynamoDB figures counted per request from the adapter's requests and real item "
+            "sizes; "
             f"λ invocations computed: one API invocation per {BULK_BATCH} jobs (as hookline-local submits) "
             "and the 3 schedules' ticks"
         ]
@@ -115,27 +127,46 @@ class HooklineMemory:
         self._created_s, self._submitted = time.monotonic(), 0
 
     def start(self) -> list[int]:
-        """Starts the worker threads; the child is the process to measure."""
-        self._child.call("start")
-        return [self._child.pid]
+        """Starts every cell's worker threads; the cells' processes are the ones to measure."""
+        self._all("start")
+        return [child.pid for child in self._children]
 
     def stop(self) -> None:
-        """Stops the worker threads; the store keeps every job."""
-        self._child.call("stop")
+        """Stops the worker threads; the stores keep every job."""
+        self._all("stop")
 
     def submit(self, jobs: list[tuple[str, float | None]]) -> None:
-        """Submits in the child, in one batch."""
-        self._submit_cpu_s += self._child.call("submit", jobs)
+        """Deals the jobs out to the cells in turn, each cell submitting its share at the same time."""
+        for cell, child in enumerate(self._children):
+            child.send("submit", jobs[cell::CELLS])
+        self._submit_cpu_s += sum(child.reply("submit") for child in self._children)
         self._submitted += len(jobs)
 
+    def _all(self, command: str) -> list[Any]:
+        """Sends command to every cell at once and returns their replies."""
+        for child in self._children:
+            child.send(command)
+        return [child.reply(command) for child in self._children]
+
     def counters(self) -> dict[str, float]:
-        """Returns the DynamoDB meter's totals and the CPU submitting took inside the child."""
+        """Returns the cells' DynamoDB meters summed and the CPU submitting took inside them."""
+        totals: dict[str, float] = {}
+        for cell_counters in self._all("counters"):
+            for name, value in cell_counters.items():
+                totals[name] = totals.get(name, 0.0) + value
         return {
-            **self._child.call("counters"),
+            **totals,
             "submit_cpu_in_tree_s": self._submit_cpu_s,
             "lambda_invocations": aws_invocations(self._submitted, time.monotonic() - self._created_s),
         }
 
     def close(self) -> None:
         """Ends the child."""
-        self._child.close()
+        for child in self._children:
+            child.close()
+
+
+def _database(redis_url: str, number: int) -> str:
+    """Returns redis_url pointing at database number of the same server."""
+    parts = urlsplit(redis_url)
+    return urlunsplit(parts._replace(path=f"/{number}"))
