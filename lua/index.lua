@@ -9,6 +9,9 @@
 -- ARGV[1] member    "tenant/job_id/generation[/flow]"
 -- ARGV[2] due_ms    when the job is due (ms since epoch)
 -- ARGV[3] now_ms    current time (ms since epoch)
+-- ARGV[4] new       "1" when the member was never indexed before (its job or generation was created by
+--                   the caller a moment ago), so it cannot be in the due ZSET; anything else (or absent):
+--                   it may be there (a re-index), and a member due now is taken out of it
 --
 -- Returns 1 when the member was put on the ready stream, 0 when it was put into the due ZSET.
 -- O(log N); one member per call.
@@ -16,9 +19,16 @@ local due_key, ready_key, inflight_key, wake_key = KEYS[1], KEYS[2], KEYS[3], KE
 local member = ARGV[1]
 local due_ms = tonumber(ARGV[2])
 local now_ms = tonumber(ARGV[3])
+local new_member = ARGV[4] == '1'
 
 if due_ms <= now_ms then
-  redis.call('ZREM', due_key, member)
+  -- A re-indexed member may wait in the due ZSET (indexed for a later time before): left there, the
+  -- promoter would put it on the stream a second time. A new one cannot be there: no ZREM (one command
+  -- per submitted job). Were a caller wrong about that, the job would be delivered twice, and the second
+  -- claim refused by DynamoDB once the first attempt finished (at-least-once, never lost).
+  if not new_member then
+    redis.call('ZREM', due_key, member)
+  end
   redis.call('XADD', ready_key, '*', 'm', member, 'd', '0')
   redis.call('ZADD', inflight_key, now_ms, member)
   return 1

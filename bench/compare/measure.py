@@ -72,10 +72,17 @@ def rss_bytes(pids: list[int], skip: set[int] | frozenset[int] = frozenset()) ->
     return total
 
 
+def redis_calls_by_name(client: redis.Redis) -> dict[str, int]:
+    """Returns the commands Redis has executed since its last CONFIG RESETSTAT, by name (`INFO
+    commandstats`: the commands scripts run count under their own names, beside the EVALSHA that ran them;
+    subcommands as "script|load")."""
+    stats = client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
+
+
 def redis_calls(client: redis.Redis) -> int:
     """Returns the total commands Redis has executed since its last CONFIG RESETSTAT."""
-    stats = client.info("commandstats")
-    return sum(int(value["calls"]) for value in stats.values())
+    return sum(redis_calls_by_name(client).values())
 
 
 def redis_server_cpu_s(client: redis.Redis) -> float:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.compare import costs, prices
-from bench.compare.scenarios import Figures
+from bench.compare.scenarios import REDIS_COMMAND_PREFIX, Figures
 
 PEERS = ("celery", "rq", "arq", "dramatiq")
 Cell = Callable[[Figures], str]
@@ -135,6 +135,22 @@ def tables(results: list[Figures], markdown: bool = False) -> str:
     return "\n\n".join(out)
 
 
+def redis_breakdown(results: list[Figures]) -> list[str]:
+    """Returns, per system, the dispatch scenario's Redis commands per job by name, most called first."""
+    lines = []
+    for r in results:
+        by_name = {
+            name.removeprefix(REDIS_COMMAND_PREFIX): value
+            for name, value in r.values.items()
+            if name.startswith(REDIS_COMMAND_PREFIX)
+        }
+        shown = [f"{name} {value:.2f}" for name, value in sorted(by_name.items(), key=lambda kv: -kv[1])]
+        shown = [cell for cell in shown if not cell.endswith(" 0.00")]
+        if shown:
+            lines.append(f"{r.system}: {', '.join(shown)}")
+    return lines
+
+
 def notes(results: list[Figures], submit_ms: float) -> list[str]:
     """Returns the run's notes: each system's, and how the dollars were reckoned."""
     lines = [f"{r.system}: {note}" for r in results for note in r.notes]
@@ -173,9 +189,15 @@ def write(results: list[Figures], out: Path, elapsed_s: float) -> str:
     }
     (out / "compare.json").write_text(json.dumps(document, indent=1, allow_nan=False) + "\n")
     bullet_notes = "\n".join(f"- {line}" for line in run_notes)
-    (out / "compare.md").write_text(f"{header}\n\n{tables(results, markdown=True)}\n\n{bullet_notes}\n")
+    breakdown = redis_breakdown(results)
+    by_name = "Redis commands per job by name (dispatch)"
+    bullet_breakdown = "\n".join(f"- {line}" for line in breakdown)
+    (out / "compare.md").write_text(
+        f"{header}\n\n{tables(results, markdown=True)}\n\n### {by_name}\n\n{bullet_breakdown}\n\n"
+        f"{bullet_notes}\n"
+    )
     plot(results, out / "fire_lag.png")
-    return f"{header}\n\n{tables(results)}\n\n" + "\n".join(run_notes)
+    return f"{header}\n\n{tables(results)}\n\n{by_name}\n" + "\n".join([*breakdown, "", *run_notes])
 
 
 def _json_number(value: float) -> float | None:

@@ -1,8 +1,8 @@
 """The scenarios every system runs, each adding the figures it measured to the system's Figures.
 
 dispatch   N immediate jobs with workers running: submit to last arrival (delivered/s), the submit rate,
-           Redis commands and CPU (workers, submitter, Redis, the store emulator) per job, and for
-           Hookline DynamoDB requests and capacity units and Lambda invocations per job
+           Redis commands (in all and by name) and CPU (workers, submitter, Redis, the store emulator) per
+           job, and for Hookline DynamoDB requests and capacity units and Lambda invocations per job
 drain      N jobs queued with workers stopped, then workers started: first to last arrival (a system that
            cannot pause gets its N jobs due at one instant instead)
 lag        jobs due evenly over 1 s (1,000 and 100): arrival - due, p50/p95/p99/max; early and duplicates
@@ -31,6 +31,7 @@ FALLBACK_SUBMIT_PER_S = 50.0  # until dispatch measured a system's own submit ra
 SETTLE_S = 0.5  # DynamoDB counters that have not moved for this long are final
 MIN_LEAD_S = 3.0  # jobs due later are scheduled at least this far ahead of their submission
 WARM_UP_JOBS = 20  # delivered before anything is timed, so every worker is up
+REDIS_COMMAND_PREFIX = "redis_per_job_"  # + a command's name: dispatch's calls of it per job
 
 
 @dataclass
@@ -182,7 +183,8 @@ def dispatch(
             "dispatch", jobs, measure.wait_for(receiver, count, _wait_s(count), tick, run=_run(jobs)), out
         )
         worker_cpu = measure.tree_cpu_s(pids, skip) - cpu0
-        redis_cpu, redis_calls = measure.redis_server_cpu_s(client) - redis_cpu0, measure.redis_calls(client)
+        redis_cpu = measure.redis_server_cpu_s(client) - redis_cpu0
+        redis_calls = measure.redis_calls_by_name(client)
         counters1 = _settled_counters(system)
         last_ns = max((seen.first_ns(j) for j in jobs if j in seen.times_ns), default=time.time_ns())
         elapsed_s = (last_ns - start_ns) / 1e9
@@ -191,7 +193,9 @@ def dispatch(
         v = out.values
         v["dispatch_per_s"] = seen.distinct / elapsed_s if elapsed_s > 0 else 0.0
         v["submit_per_s"] = count / submit_s if submit_s > 0 else 0.0
-        v["redis_commands_per_job"] = redis_calls / count
+        v["redis_commands_per_job"] = sum(redis_calls.values()) / count
+        for name, calls in redis_calls.items():
+            v[f"{REDIS_COMMAND_PREFIX}{name}"] = calls / count
         v["redis_cpu_ms_per_job"] = 1000 * redis_cpu / count
         v["worker_cpu_ms_per_job"] = 1000 * (worker_cpu - in_tree) / count
         v["submit_cpu_ms_per_job"] = 1000 * (submit_cpu + in_tree) / count

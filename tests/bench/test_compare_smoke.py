@@ -112,6 +112,11 @@ def test_given_a_tiny_queue_when_every_scenario_runs_then_the_report_holds_its_f
     assert (tmp_path / "fire_lag.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| tiny |" in (tmp_path / "compare.md").read_text()
     assert "tiny" in printed and "Throughput and fire lag" in printed
+    # The dispatch's commands by name add up to its total (the tiny queue ZADDs every job it is given).
+    by_name = {k: v for k, v in values.items() if k.startswith(scenarios.REDIS_COMMAND_PREFIX)}
+    assert sum(by_name.values()) == pytest.approx(values["redis_commands_per_job"])
+    assert values[f"{scenarios.REDIS_COMMAND_PREFIX}zadd"] > 0
+    assert "tiny: " in printed.split("Redis commands per job by name (dispatch)\n", 1)[1]
 
 
 @pytest.mark.usefixtures("tiny_scale")

@@ -16,14 +16,15 @@ class FakeDueIndex(FakeRedisRole):
     """Due ZSETs, wake lists and in-flight membership, as adapters/redis/due.py keeps them."""
 
     @port_call
-    def index(self, member: Member, shard: int, due_ms: int, now_ms: int) -> bool:
+    def index(self, member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool = False) -> bool:
         """index.lua: due now onto the ready stream and in-flight ZSET, else into the due ZSET (+ wake)."""
         due, ready = redis_keys.due_key(shard), redis_keys.ready_stream(shard)
         encoded = member.encode()
         m = self.memory
         with m.lock:
             if due_ms <= now_ms:
-                m.zrem(due, encoded)
+                if not new_member:
+                    m.zrem(due, encoded)
                 m.xadd(ready, {"m": encoded, "d": "0"})
                 m.zadd(redis_keys.inflight_key(shard), now_ms, encoded)
                 return True

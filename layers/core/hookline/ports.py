@@ -211,8 +211,11 @@ class JobBucketRecord(Protocol):
 class DueIndex(Protocol):
     """The due-time index: members waiting for their time, promoted onto the ready stream when due (Redis)."""
 
-    def index(self, member: Member, shard: int, due_ms: int, now_ms: int) -> bool:
-        """Indexes a member for its due time; True when it went straight onto the ready stream."""
+    def index(self, member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool = ...) -> bool:
+        """Indexes a member for its due time; True when it went straight onto the ready stream.
+
+        new_member: never indexed before (just created), so it cannot wait in the due index already.
+        """
         ...
 
     def unindex(self, member: Member, shard: int) -> bool:

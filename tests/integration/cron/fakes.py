@@ -58,6 +58,6 @@ class NullJobIndex:
     def __init__(self) -> None:
         self.indexed = 0
 
-    def index(self, member: Member, shard: int, due_ms: int, now_ms: int) -> bool:
+    def index(self, member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool = False) -> bool:
         self.indexed += 1
         return True

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 import redis
 
+from hookline.adapters.redis.cluster import is_cluster
 from hookline.adapters.redis.index import RedisIndex
 from hookline.domain.models import Member
 from tests.integration.lua.conftest import SHARD, entry, seed, shard_state, state
@@ -109,3 +110,32 @@ def test_index(
 
     assert went_ready is want_ready
     assert shard_state(redis_client) == want
+
+
+@pytest.mark.parametrize(
+    ("given", "want"),
+    [
+        pytest.param(
+            state(ready=[entry(B)], inflight={B: 1_000}),
+            state(ready=[entry(B), entry(A)], inflight={A: NOW_MS, B: 1_000}),
+            id="given_new_member_when_due_now_then_ready_entry_and_inflight_without_zrem",
+        ),
+        pytest.param(
+            state(due={A: 50_000}),
+            state(due={A: 50_000}, ready=[entry(A)], inflight={A: NOW_MS}),
+            id="given_member_wrongly_called_new_while_due_later_then_it_stays_due_too_a_second_delivery",
+        ),
+    ],
+)
+def test_index_new_member(
+    redis_client: redis.Redis, redis_index: RedisIndex, given: dict[str, Any], want: dict[str, Any]
+) -> None:
+    seed(redis_client, due=given["due"], ready=given["ready"], inflight=given["inflight"], wake=given["wake"])
+    redis_client.config_resetstat()
+
+    went_ready = redis_index.index(Member.decode(A), SHARD, due_ms=NOW_MS, now_ms=NOW_MS, new_member=True)
+
+    assert went_ready is True
+    assert shard_state(redis_client) == want
+    if not is_cluster(redis_client):  # a cluster's commands are counted per node
+        assert "cmdstat_zrem" not in redis_client.info("commandstats")

@@ -214,3 +214,70 @@ def test_given_a_short_read_when_the_stream_is_drained_then_the_next_read_does_n
     assert len(deliveries.done) == 2
     # Every read came back short of what it asked for: no take waited to gather slots.
     assert set(capacity.asked) == {1}
+
+
+class TrickleStream:
+    """One shard's ready stream that jobs reach one at a time; a blocked read waits for the next, as
+    XREADGROUP BLOCK does (close() ends it empty)."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.waiting: list[StreamEntry] = []
+        self.closed = False
+        self.reads: list[tuple[int, int, int]] = []  # (count, block_ms, entries returned)
+
+    def add(self, entry: StreamEntry) -> None:
+        with self.changed:
+            self.waiting.append(entry)
+            self.changed.notify_all()
+
+    def close(self) -> None:
+        with self.changed:
+            self.closed = True
+            self.changed.notify_all()
+
+    def read_ready(self, shards: Sequence[int], count: int, block_ms: int) -> list[StreamEntry]:
+        with self.changed:
+            if block_ms:
+                self.changed.wait_for(lambda: bool(self.waiting) or self.closed, block_ms / 1000)
+            taken, self.waiting = self.waiting[:count], self.waiting[count:]
+            self.reads.append((count, block_ms, len(taken)))
+            return taken
+
+
+@pytest.mark.parametrize(("shards", "most_reads_per_job"), [([0], 1), ([0, 1], 2)])
+def test_given_jobs_trickling_in_when_read_then_a_lone_reader_reads_each_with_one_call(
+    shards: list[int], most_reads_per_job: int
+) -> None:
+    # Each job reaches the stream once the one before was delivered, as when jobs are submitted one by one
+    # to an idle executor. A reader used to ask without blocking first, find nothing, then block: two
+    # XREADGROUPs per job. A drained stream is now read blocking at once; a lone reader holds its slots.
+    stream, quiet = TrickleStream(), TrickleStream()
+    capacity = Capacity(8)
+    deliveries = Deliveries(capacity, workers=8, hold_s=0)
+    streams = {0: stream, 1: quiet}
+
+    class Streams:
+        def read_ready(self, shards: Sequence[int], count: int, block_ms: int) -> list[StreamEntry]:
+            return streams[shards[0]].read_ready(shards, count, block_ms)
+
+    readers = ShardReaders(Streams(), SystemClock(), NullMetrics(), shards, capacity, deliveries.deliver)  # type: ignore[arg-type]
+    readers.start(SystemClock().now_ms() + 60_000, block_ms=30_000)
+    jobs = 20
+    for i in range(jobs):
+        stream.add(StreamEntry(0, f"{i}-0", Member("t", f"j{i}", 1), 0))
+        while len(deliveries.done) <= i:  # the job was delivered (the hand-off is immediate)
+            time.sleep(0.001)
+    readers.stop()
+    stream.close()
+    quiet.close()
+    assert readers.join(timeout_s=5)
+    deliveries.pool.shutdown(wait=True)
+    readers.raise_failure()
+
+    assert len(deliveries.done) == jobs
+    assert sum(returned for _, _, returned in stream.reads) == jobs
+    # + the first read (no backlog known: without blocking) and the read close() ended. One of several
+    # readers still reads twice per job: it blocks holding one slot, so a full read tells no backlog.
+    assert len(stream.reads) <= most_reads_per_job * jobs + 2
+    assert max(count for count, _, _ in stream.reads) <= 8

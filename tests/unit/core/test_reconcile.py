@@ -49,7 +49,7 @@ class FakeIndex:
     ) -> list[bool]:
         return [m.job_id in self.held for m in members]
 
-    def index(self, member: Member, shard: int, due_ms: int, now_ms: int) -> bool:
+    def index(self, member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool = False) -> bool:
         self.held.add(member.job_id)
         self.indexed.append(member.job_id)
         return due_ms <= now_ms

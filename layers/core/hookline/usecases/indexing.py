@@ -22,15 +22,19 @@ def index_or_note(
     metrics: MetricsSink,
     job: Job,
     now_ms: int,
+    new_member: bool = False,
 ) -> None:
     """Indexes a stored live job; if Redis fails, notes it for the reaper. Never raises.
+
+    new_member: the caller created the job's member a moment ago (DueIndex.index). The reaper's later
+    indexing of a noted job passes no such claim: the failed call may have reached Redis.
 
     If the note fails too (DynamoDB failing as well), the job is still safe in DynamoDB: the reaper's due scan
     indexes it once it is due (within the scan's horizon) or at its next run, whichever is later.
     """
     member = job.member()
     try:
-        index.index(member, job.shard, job.due_ms, now_ms)
+        index.index(member, job.shard, job.due_ms, now_ms, new_member=new_member)
         return
     except Exception:
         logger.exception("indexing failed; noting the job for the reaper", extra={"job_id": member.job_id})

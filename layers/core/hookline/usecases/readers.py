@@ -3,8 +3,14 @@
 One XREADGROUP over several shards' streams spans slots, which a Redis Cluster refuses; and its COUNT
 applies per stream, so an executor reading S streams took up to S x its free capacity. Here each shard has
 a reader thread, and every read first takes the slots it may fill from the executor's shared Capacity: the
-entries read never outnumber the free delivery slots. A reader blocks for new entries holding one slot
-only, so quiet shards do not keep slots a busy shard could use.
+entries read never outnumber the free delivery slots. One of several readers blocks for new entries holding
+one slot only, so quiet shards do not keep slots a busy shard could use; a reader alone (one shard) blocks
+holding every slot it took, which no other reader could use, so whatever is waiting when it wakes comes in
+that one read.
+
+Jobs trickling in (each submitted while the executor is idle): a reader whose last read came back short
+(the stream was drained a moment ago) blocks at once instead of first asking again without blocking, which
+would cost an empty XREADGROUP per job; a lone reader then reads each job with one XREADGROUP.
 
 Batches sized to the backlog: slots free one at a time as deliveries end, so reading as soon as one is
 free costs one XREADGROUP per delivered job while a backlog lasts. A reader whose last read came back full
@@ -144,6 +150,8 @@ class ShardReaders:
     def _read(self, shard: int, deadline_ms: int, block_ms: int) -> None:
         outage = Outage(self._clock, self._metrics, f"execute shard {shard}")
         backlog = False  # the last read came back full: more entries are likely waiting
+        drained = False  # the last read came back short: the stream was empty a moment ago
+        alone = len(self._shards) == 1
         while not self._stop.is_set() and (now_ms := self._clock.now_ms()) < deadline_ms:
             taken = self._capacity.take(
                 constants.READ_BATCH,
@@ -154,13 +162,16 @@ class ShardReaders:
             if not taken:
                 continue  # every slot busy for block_ms: look at the deadline and the stop, then again
             try:
-                entries = self._stream.read_ready([shard], taken, 0)
+                entries = [] if drained else self._stream.read_ready([shard], taken, 0)
                 if not entries:
-                    # Nothing waiting: block for the next entry holding one slot only.
-                    self._capacity.give(taken - 1)
-                    taken = 1
+                    # Nothing waiting: block for the next entries, holding one slot only unless this reader
+                    # is alone (nothing else takes slots). A blocked XREADGROUP returns at once what is
+                    # waiting, so skipping the read without blocking after a drained stream loses nothing.
+                    held = taken if alone else 1
+                    self._capacity.give(taken - held)
+                    taken = held
                     wait_ms = max(1, min(block_ms, deadline_ms - now_ms))
-                    entries = self._stream.read_ready([shard], 1, wait_ms)
+                    entries = self._stream.read_ready([shard], taken, wait_ms)
             except IndexUnavailable as error:
                 # A Redis blip: back off and read again until the deadline (entries already taken carry on
                 # in the pool; their own Redis steps fail into the executor's process_safely).
@@ -169,6 +180,7 @@ class ShardReaders:
                 continue
             outage.succeeded()
             backlog = len(entries) == taken and taken > 0
+            drained = not backlog
             self._capacity.give(taken - len(entries))
             # Every entry read is pending under this consumer from here on. Each is handed to deliver at
             # once; should this thread die between the read and a hand-off, the entries not handed over

@@ -121,5 +121,10 @@ class JobSubmitter:
         return SubmitResult(job, created)
 
     def index(self, job: Job, now_ms: int) -> None:
-        """Indexes a stored job in Redis; if Redis fails, notes it for the reaper (DynamoDB holds it)."""
-        index_or_note(self._index, self._unindexed, self._metrics, job, now_ms)
+        """Indexes a job this caller has just created in DynamoDB (a submit, a cron instance) in Redis; if
+        Redis fails, notes it for the reaper (DynamoDB holds it).
+
+        The job was created by this call (a repeat of an idempotent submit, or an instance another fire
+        created, is not indexed again), so nothing has indexed its member yet: new_member.
+        """
+        index_or_note(self._index, self._unindexed, self._metrics, job, now_ms, new_member=True)

@@ -16,15 +16,20 @@ from hookline.domain.models import Member
 class RedisDueIndex(RedisBase):
     """Keeps the due ZSETs, the wake lists and the in-flight ZSETs' membership (hookline.ports.DueIndex)."""
 
-    def index(self, member: Member, shard: int, due_ms: int, now_ms: int) -> bool:
-        """Indexes a member for its due time; returns True when it went straight onto the ready stream."""
+    def index(self, member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool = False) -> bool:
+        """Indexes a member for its due time; returns True when it went straight onto the ready stream.
+
+        new_member: the member was never indexed (its job or generation was created a moment ago), so it
+        cannot be in the due ZSET and a member due now needs no ZREM there (see index.lua).
+        """
         keys = [
             redis_keys.due_key(shard),
             redis_keys.ready_stream(shard),
             redis_keys.inflight_key(shard),
             redis_keys.wake_key(shard),
         ]
-        result = self._scripts["index"](keys=keys, args=[member.encode(), due_ms, now_ms])
+        args: list[str | int] = [member.encode(), due_ms, now_ms, int(new_member)]
+        result = self._scripts["index"](keys=keys, args=args)
         return int(cast(int, result)) == 1
 
     def unindex(self, member: Member, shard: int) -> bool:

@@ -33,18 +33,33 @@ class RedisStats:
 
     def __init__(self, client: redis.Redis) -> None:
         self._redis = client
+        # tenant -> the minute whose bucket this writer has given its TTL (an EXPIRE per minute and tenant,
+        # not per outcome: the submit path records one outcome per job). Bounded by the tenants writing.
+        self._expiring: dict[str, int] = {}
 
     def record(
         self, tenant: str, outcome: Outcome, now_ms: int, job_id: str | None = None, lag_ms: int | None = None
     ) -> None:
-        """Counts one outcome in the current minute; keeps the dead-letter set in step (one round trip)."""
-        key = redis_keys.stats_bucket_key(tenant, now_ms // BUCKET_MS)
-        pipe = self._redis.pipeline(transaction=False)
+        """Counts one outcome in the current minute; keeps the dead-letter set in step (one round trip).
+
+        The bucket's TTL is set by this writer's first record of the minute, in one MULTI with the count, so
+        no crash between the two can leave a bucket that never expires. Later records send the count alone,
+        unless it shows the field new (a writer's first count of that outcome, or a bucket Redis lost and the
+        count just re-created): an EXPIRE then follows in a second round trip. Should it fail, the count
+        stays without a TTL only if Redis had lost the bucket, and the next writer's first record of the
+        minute sets it.
+        """
+        minute = now_ms // BUCKET_MS
+        key = redis_keys.stats_bucket_key(tenant, minute)
+        first = self._expiring.get(tenant) != minute
+        # Every key here carries the tenant's hash tag {hl:st:<tenant>}: one slot, so a cluster can MULTI.
+        pipe = self._redis.pipeline(transaction=first)
         pipe.hincrby(key, outcome.value, 1)
         if lag_ms is not None:
             pipe.hincrby(key, LAG_SUM, max(lag_ms, 0))
             pipe.hincrby(key, LAG_COUNT, 1)
-        pipe.expire(key, BUCKET_TTL_S)
+        if first:
+            pipe.expire(key, BUCKET_TTL_S)
         dead_key = redis_keys.stats_dead_key(tenant)
         if job_id is not None and outcome is Outcome.DEAD:
             now_s = now_ms // 1000
@@ -54,11 +69,15 @@ class RedisStats:
         elif job_id is not None and outcome is Outcome.REPLAYED:
             pipe.zrem(dead_key, job_id)
         try:
-            pipe.execute()
+            count = int(pipe.execute()[0])
+            if first:
+                self._expiring[tenant] = minute
+            elif count == 1:
+                self._redis.expire(key, BUCKET_TTL_S)
         except (redis.RedisError, RedisClusterException):
             # Statistics are a view, not the record: losing a count must not fail the work it counts.
             # (A cluster client raises RedisClusterException, outside RedisError, when it cannot reach
-            # any node.)
+            # any node.) The bucket's TTL is sent again by the next record (`first` is still true).
             logger.warning("could not record statistics", extra={"tenant": tenant}, exc_info=True)
 
     def record_tallies(self, tallies: Sequence[Tally]) -> None:
