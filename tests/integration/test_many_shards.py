@@ -29,6 +29,7 @@ pytestmark = pytest.mark.integration
 SHARDS = 160  # past redis-py's default cap of 100 connections
 
 
+@pytest.mark.usefixtures("redis_client")  # an empty Redis: a wake token left by an earlier test would wake
 def test_given_more_shards_than_the_default_connection_cap_when_every_waiter_blocks_then_none_fails(
     redis_url: str,
 ) -> None:
