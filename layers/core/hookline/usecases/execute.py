@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Sequence
-from dataclasses import replace
 from enum import StrEnum
 
 from hookline.domain import constants
@@ -317,14 +316,16 @@ class Executor:
         if job.run_attempt > job.max_attempts:
             # Earlier attempts were lost to crashes and used up the budget: no delivery is left to make.
             return self._finish(entry, job, Finish(JobStatus.DEAD, None, "attempts_exhausted"), executions)
-        request = self._request(job, now_ms)
+        body = job.body.encode()
+        headers = self._signed_headers(job, now_ms, body)  # may look secrets up: before the timeout is taken
         timeout_ms = self._callback_timeout_ms(job, hold)
         if timeout_ms is None:
             return self._abandon(entry, hold)
         self._metrics.count("Dispatched")
         lag_ms = now_ms - job.due_ms
         self._metrics.timing_ms("ScheduleLagMs", lag_ms)
-        result = self._callbacks.deliver(replace(request, timeout_s=timeout_ms / 1000))
+        request = CallbackRequest(job.url, job.method, headers, body, timeout_ms / 1000)
+        result = self._callbacks.deliver(request)
         self._metrics.timing_ms("CallbackLatencyMs", result.latency_ms)
         executions.append(_execution(job, now_ms, self._clock.now_ms(), result))
         return self._finish(entry, job, self._decide(job, result), executions, lag_ms)
@@ -411,8 +412,8 @@ class Executor:
         self._stats.record(job.tenant, Outcome.SUCCEEDED, now_ms, lag_ms=lag_ms)
         return Disposition.SUCCEEDED
 
-    def _request(self, job: Job, now_ms: int) -> CallbackRequest:
-        body = job.body.encode()
+    def _signed_headers(self, job: Job, now_ms: int, body: bytes) -> dict[str, str]:
+        """Returns the job's headers with the signature headers of this attempt merged over them."""
         signed = callback_headers(
             self._secrets.secrets_for(job.tenant),
             job.job_id,
@@ -422,7 +423,7 @@ class Executor:
             schedule_id=job.schedule_id,
             fire_time_ms=job.fire_time_ms,
         )
-        return CallbackRequest(job.url, job.method, {**job.headers, **signed}, body, job.timeout_ms / 1000)
+        return {**job.headers, **signed}
 
 
 def _execution(job: Job, started_ms: int, finished_ms: int, result: CallbackResult) -> Execution:
