@@ -4,19 +4,31 @@ Recording is on the hot path (five metrics per delivered job), so values are agg
 to Powertools once per invocation: a counter becomes one value (its sum), a gauge its last level, and each
 timing is kept (EMF carries up to 100 values per metric and document; Powertools starts a new document then).
 The handler's `@sink.log_metrics` publishes the aggregate just before Powertools flushes it as EMF.
+
+Publishing timings: Powertools' add_metric formats the metric's whole value list (up to 100) into a debug
+message on every call, whatever the log level, so adding each job's two timings one by one cost about 16 µs
+per job at publish (measured at 2,000 jobs an invocation): more than recording all of a job's metrics.
+So each whole DOCUMENT_VALUES of a timing's values are serialised here, one document each, by Powertools'
+serialize_metric_set (the same namespace, dimensions and metadata as its own documents), and only the
+remainder (fewer than DOCUMENT_VALUES) goes through add_metric, into the document Powertools flushes with
+the counters and gauges: an invocation with few jobs still makes one document holding everything.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+DOCUMENT_VALUES = 100  # EMF's bound on the values of one metric in one document
 
 
 class PowertoolsMetrics:
@@ -54,10 +66,21 @@ class PowertoolsMetrics:
         for name, total in counts.items():
             self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=total)
         for name, values in timings.items():
-            for value in values:
+            whole = len(values) - len(values) % DOCUMENT_VALUES
+            for start in range(0, whole, DOCUMENT_VALUES):
+                self._print_timings(name, values[start : start + DOCUMENT_VALUES])
+            for value in values[whole:]:
                 self._metrics.add_metric(name=name, unit=MetricUnit.Milliseconds, value=value)
         for name, level in gauges.items():
             self._metrics.add_metric(name=name, unit=MetricUnit.Count, value=level)
+
+    def _print_timings(self, name: str, values: list[float]) -> None:
+        """Prints one EMF document of a timing (DOCUMENT_VALUES values) as Powertools prints its own."""
+        if is_metrics_disabled():
+            return
+        metric = {"Unit": MetricUnit.Milliseconds.value, "StorageResolution": 60, "Value": values}
+        document = self._metrics.serialize_metric_set(metrics={name: metric})
+        print(json.dumps(document, separators=(",", ":")))
 
     def log_metrics(self, handler: Handler) -> Handler:
         """Decorates a Lambda handler: publishes after it (also when it raises), then Powertools flushes."""

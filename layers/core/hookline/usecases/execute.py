@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from enum import StrEnum
 
 from hookline.domain import constants
@@ -35,6 +33,7 @@ from hookline.usecases.heartbeat import Heartbeat, Hold
 from hookline.usecases.readers import Capacity, ShardReaders
 from hookline.usecases.recover import Recoverer
 from hookline.usecases.stats_buffer import StatsBuffer
+from hookline.usecases.workers import Workers
 
 logger = logging.getLogger(__name__)
 
@@ -119,40 +118,33 @@ class Executor:
         delivery slots free at that moment, so no read spans shards and the entries taken never exceed
         the concurrency. Entries taken before the deadline are finished after it: the caller leaves room
         for the longest callback timeout. The heartbeat keeps the attempts' entries and leases alive until
-        they end (the pool is shut down, waiting for them, before the heartbeat stops). Every
+        they end (the delivery workers finish them before the heartbeat stops). Every
         recover_every_ms this thread also re-delivers what gone executors left pending, so that waits for
         no reaper. A reader's failure other than a Redis blip ends the run and is raised.
         """
         capacity = Capacity(self._concurrency)
         self._acker = Acker(self._stream, self._metrics, on_sent=capacity.give)
-        # Exits in reverse: the pool waits for every delivery, then the acker sends what they queued, then
+
+        def process_and_settle(entry: StreamEntry) -> None:
+            try:
+                self.process_safely(entry)
+            finally:
+                # An entry queued for acknowledgement keeps its slot until the acker sent it, so the entries
+                # pending under this consumer never exceed the concurrency; any other gives its slot back now.
+                if not self._acker.settle(entry):
+                    capacity.give(1)
+
+        workers = Workers(process_and_settle, self._concurrency)
+        # Exits in reverse: the workers finish every delivery, then the acker sends what they queued, then
         # the heartbeat stops.
-        with (
-            self._heartbeat.running(),
-            self._acker.running(),
-            ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="deliver") as pool,
-        ):
-
-            def deliver(entry: StreamEntry) -> None:
-                pool.submit(process_and_settle, entry)
-
-            def process_and_settle(entry: StreamEntry) -> None:
-                try:
-                    self.process_safely(entry)
-                finally:
-                    # An entry queued for acknowledgement keeps its slot until the acker sent it, so the
-                    # entries pending under this consumer never exceed the concurrency; any other gives its
-                    # slot back now.
-                    if not self._acker.settle(entry):
-                        capacity.give(1)
-
+        with self._heartbeat.running(), self._acker.running(), workers.running():
             readers = ShardReaders(
                 self._stream,
                 self._clock,
                 self._metrics,
                 self._shards,
                 capacity,
-                deliver,
+                workers.submit,
                 gather=max(1, self._concurrency // READ_GATHER_DIVISOR),
             )
             self._recover_when_due()
@@ -164,9 +156,9 @@ class Executor:
             finally:
                 readers.stop()
                 # Readers leave after their current read (blocked at most block_ms); waiting for them keeps
-                # the pool open for what they still take.
+                # the workers running for what they still take.
                 readers.join(block_ms / 1000 + READER_JOIN_SLACK_S)
-        # The pool has finished every delivery: all of this run's outcomes are counted.
+        # The workers have finished every delivery: all of this run's outcomes are counted.
         self._flush_stats()
         readers.raise_failure()
         return readers.read
@@ -324,14 +316,16 @@ class Executor:
         if job.run_attempt > job.max_attempts:
             # Earlier attempts were lost to crashes and used up the budget: no delivery is left to make.
             return self._finish(entry, job, Finish(JobStatus.DEAD, None, "attempts_exhausted"), executions)
-        request = self._request(job, now_ms)
+        body = job.body.encode()
+        headers = self._signed_headers(job, now_ms, body)  # may look secrets up: before the timeout is taken
         timeout_ms = self._callback_timeout_ms(job, hold)
         if timeout_ms is None:
             return self._abandon(entry, hold)
         self._metrics.count("Dispatched")
         lag_ms = now_ms - job.due_ms
         self._metrics.timing_ms("ScheduleLagMs", lag_ms)
-        result = self._callbacks.deliver(replace(request, timeout_s=timeout_ms / 1000))
+        request = CallbackRequest(job.url, job.method, headers, body, timeout_ms / 1000)
+        result = self._callbacks.deliver(request)
         self._metrics.timing_ms("CallbackLatencyMs", result.latency_ms)
         executions.append(_execution(job, now_ms, self._clock.now_ms(), result))
         return self._finish(entry, job, self._decide(job, result), executions, lag_ms)
@@ -418,8 +412,8 @@ class Executor:
         self._stats.record(job.tenant, Outcome.SUCCEEDED, now_ms, lag_ms=lag_ms)
         return Disposition.SUCCEEDED
 
-    def _request(self, job: Job, now_ms: int) -> CallbackRequest:
-        body = job.body.encode()
+    def _signed_headers(self, job: Job, now_ms: int, body: bytes) -> dict[str, str]:
+        """Returns the job's headers with the signature headers of this attempt merged over them."""
         signed = callback_headers(
             self._secrets.secrets_for(job.tenant),
             job.job_id,
@@ -429,7 +423,7 @@ class Executor:
             schedule_id=job.schedule_id,
             fire_time_ms=job.fire_time_ms,
         )
-        return CallbackRequest(job.url, job.method, {**job.headers, **signed}, body, job.timeout_ms / 1000)
+        return {**job.headers, **signed}
 
 
 def _execution(job: Job, started_ms: int, finished_ms: int, result: CallbackResult) -> Execution:
