@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 
 from bench.compare.dynamo_units import item_size, read_units, write_units
 from hookline.adapters.dynamo import codec, tables
@@ -35,21 +36,58 @@ INDEX_DELETE = write_units(LIVE_JOB_ITEM_BYTES)  # the job ends: its live attrib
 
 
 class DynamoMeter:
-    """Requests by operation and capacity units, summed over every metered store; thread-safe."""
+    """Requests by operation and capacity units, summed over every metered store; thread-safe.
+
+    A request whose units depend on an item's size is counted at once but priced when the totals are read
+    (`record_later`): sizing an item means serialising it as the adapter would, about a quarter of a
+    millisecond per delivered job, which is the meter's own CPU and must not land in the engine's worker
+    CPU, measured between two readings of the totals.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.requests: Counter[str] = Counter()
-        self.wru = 0.0
-        self.rru = 0.0
+        self._wru = 0.0
+        self._rru = 0.0
         self.index_wru = 0.0
+        self._unpriced: list[Callable[[], tuple[float, float]]] = []
 
     def record(self, operation: str, wru: float = 0.0, rru: float = 0.0) -> None:
         """Counts one request and the units it consumed on the tables."""
         with self._lock:
             self.requests[operation] += 1
-            self.wru += wru
-            self.rru += rru
+            self._wru += wru
+            self._rru += rru
+
+    def record_later(self, operation: str, units: Callable[[], tuple[float, float]]) -> None:
+        """Counts one request now; units() gives its (WRU, RRU) when the totals are next read."""
+        with self._lock:
+            self.requests[operation] += 1
+            self._unpriced.append(units)
+
+    def _price(self) -> None:
+        """Prices every request recorded for later."""
+        with self._lock:
+            unpriced, self._unpriced = self._unpriced, []
+        priced = [units() for units in unpriced]
+        with self._lock:
+            for wru, rru in priced:
+                self._wru += wru
+                self._rru += rru
+
+    @property
+    def wru(self) -> float:
+        """Write units so far, every request priced."""
+        self._price()
+        with self._lock:
+            return self._wru
+
+    @property
+    def rru(self) -> float:
+        """Read units so far, every request priced."""
+        self._price()
+        with self._lock:
+            return self._rru
 
     def index_write(self, wru: float) -> None:
         """Counts the live index's units of a table write that succeeded (a refused one changes no index)."""
@@ -58,11 +96,12 @@ class DynamoMeter:
 
     def snapshot(self) -> dict[str, float]:
         """Returns the totals so far: requests, WRU, RRU and each operation's requests."""
+        self._price()
         with self._lock:
             return {
                 "dynamodb_requests": float(sum(self.requests.values())),
-                "dynamodb_wru": self.wru,
-                "dynamodb_rru": self.rru,
+                "dynamodb_wru": self._wru,
+                "dynamodb_rru": self._rru,
                 "dynamodb_index_wru": self.index_wru,
                 **{f"dynamodb_{name}": float(count) for name, count in self.requests.items()},
             }
@@ -76,24 +115,41 @@ def job_bytes(job: Job) -> int:
 class MeteredJobStore:
     """JobStore and JobAdminStore over FakeJobStore; a refused write is still metered (DynamoDB bills it).
 
-    A job's item is sized once, when it is created (serialised as the adapter does), and its later writes
-    are priced at that size plus GROWTH_BYTES: serialising it again on every claim and finish would put the
-    meter's own CPU into the engine's worker CPU. Units are whole KB, so the allowance only matters for
-    jobs within 64 bytes of a KB boundary.
+    A job's item is sized once (serialised as the adapter does), as created, and its later writes are
+    priced at that size plus GROWTH_BYTES. Sizes are taken when the meter's totals are read, not during
+    the calls (see DynamoMeter). Units are whole KB, so the allowance only matters for jobs within 64
+    bytes of a KB boundary.
     """
 
     def __init__(self, inner: FakeJobStore, meter: DynamoMeter) -> None:
         self._inner = inner
         self._meter = meter
+        self._created: dict[tuple[str, str], Job] = {}  # each job as created, sized when first priced
         self._sizes: dict[tuple[str, str], int] = {}
 
+    def _created_bytes(self, key: tuple[str, str]) -> int:
+        size = self._sizes.get(key)
+        if size is None:
+            size = self._sizes[key] = job_bytes(self._created[key])
+        return size
+
+    def _sized(self, job: Job | None) -> Callable[[], int]:
+        """Returns how to size job's item later (0 for no job)."""
+        if job is None:
+            return lambda: 0
+        key = (job.tenant, job.job_id)
+        if key not in self._created:
+            return lambda: job_bytes(job)
+        return lambda: self._created_bytes(key) + GROWTH_BYTES
+
     def _size(self, job: Job) -> int:
-        created = self._sizes.get((job.tenant, job.job_id))
-        return job_bytes(job) if created is None else created + GROWTH_BYTES
+        return self._sized(job)()
 
     def create(self, job: Job, request_hash: str, now_ms: int) -> tuple[Job, bool]:
         """PutItem of the job, or with an idempotency key a transaction with its marker."""
-        size = self._sizes[(job.tenant, job.job_id)] = job_bytes(job)
+        key = (job.tenant, job.job_id)
+        self._created[key] = job
+        self._sizes.pop(key, None)
         try:
             stored, created = self._inner.create(job, request_hash, now_ms)
             if created:
@@ -101,10 +157,15 @@ class MeteredJobStore:
             return stored, created
         finally:
             if job.idempotency_key is None:
-                self._meter.record("PutItem", wru=write_units(size))
+                self._meter.record_later("PutItem", lambda: (write_units(self._created_bytes(key)), 0.0))
             else:
-                units = write_units(size, True) + write_units(MARKER_BYTES, True)
-                self._meter.record("TransactWriteItems", wru=units)
+                self._meter.record_later(
+                    "TransactWriteItems",
+                    lambda: (
+                        write_units(self._created_bytes(key), True) + write_units(MARKER_BYTES, True),
+                        0.0,
+                    ),
+                )
 
     def get(self, tenant: str, job_id: str) -> Job:
         """GetItem, strongly consistent."""
@@ -113,7 +174,8 @@ class MeteredJobStore:
             job = self._inner.get(tenant, job_id)
             return job
         finally:
-            self._meter.record("GetItem", rru=read_units(self._size(job) if job else 0))
+            sized = self._sized(job)
+            self._meter.record_later("GetItem", lambda: (0.0, read_units(sized())))
 
     def claim(self, member: Member, now_ms: int) -> Claim:
         """UpdateItem with ReturnValues ALL_OLD (no read is billed for the returned item)."""
@@ -124,17 +186,23 @@ class MeteredJobStore:
             return claim
         finally:
             # The claim only adds to the item, so the item after it is the larger one.
-            self._meter.record("UpdateItem", wru=write_units(self._size(claim.job) if claim else 0))
+            sized = self._sized(claim.job if claim else None)
+            self._meter.record_later("UpdateItem", lambda: (write_units(sized()), 0.0))
 
     def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
         """TransactWriteItems: the execution puts and the job's update, each item billed twice."""
-        units = write_units(self._size(job), True)
-        units += sum(write_units(item_size(codec.execution_to_item(e)), True) for e in executions)
+        sized, written = self._sized(job), list(executions)
+
+        def units() -> tuple[float, float]:
+            wru = write_units(sized(), True)
+            wru += sum(write_units(item_size(codec.execution_to_item(e)), True) for e in written)
+            return wru, 0.0
+
         try:
             self._inner.finish(job, finish, executions, now_ms)
             self._meter.index_write(INDEX_MOVE if finish.status.is_live else INDEX_DELETE)
         finally:
-            self._meter.record("TransactWriteItems", wru=units)
+            self._meter.record_later("TransactWriteItems", units)
 
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
         """UpdateItem."""
@@ -150,7 +218,8 @@ class MeteredJobStore:
             self._inner.renew_lease(job, lease_expires_at_ms)
             self._meter.index_write(INDEX_MOVE)
         finally:
-            self._meter.record("UpdateItem", wru=write_units(self._size(job)))
+            sized = self._sized(job)
+            self._meter.record_later("UpdateItem", lambda: (write_units(sized()), 0.0))
 
     def live_jobs(
         self, shard: int, cursor: str | None, limit: int, due_before_ms: int | None = None

@@ -135,3 +135,20 @@ def test_given_operations_counted_in_a_log_when_estimated_then_each_job_s_life_c
     None
 ):
     assert estimated_index_units(Counter({"PutItem": 10, "UpdateItem": 10, "TransactWriteItems": 10})) == 40
+
+
+def test_given_requests_priced_later_when_the_totals_are_read_then_sized_then_and_only_once() -> None:
+    meter = DynamoMeter()
+    sized: list[str] = []
+
+    def units(name: str, wru: float) -> tuple[float, float]:
+        sized.append(name)
+        return wru, 0.0
+
+    meter.record_later("PutItem", lambda: units("put", 1.0))
+    meter.record_later("TransactWriteItems", lambda: units("finish", 4.0))
+
+    # Counted at once, sized (the meter's own CPU) only when the totals are read, outside the measured run.
+    assert (meter.requests, sized) == (Counter({"PutItem": 1, "TransactWriteItems": 1}), [])
+    assert meter.snapshot()["dynamodb_wru"] == 5.0
+    assert (meter.wru, sized) == (5.0, ["put", "finish"])
