@@ -12,6 +12,7 @@ latency    (systems with an HTTP API) submit requests one at a time: single and 
 
 from __future__ import annotations
 
+import math
 import resource
 import time
 import uuid
@@ -241,8 +242,12 @@ def lag(system: System, client: redis.Redis, receiver: str, count: int, label: s
         _warm_up(system, receiver)
         jobs = _ids(count)
         lead_s = _lead_s(out, count)
-        base_s = time.time() + lead_s
-        due = {job_id: base_s + i / count for i, job_id in enumerate(jobs)}
+        # Due times on whole milliseconds (Hookline's resolution, and the finest run_at it accepts): a due
+        # time between two milliseconds, truncated to the earlier by the request, counted deliveries within
+        # that millisecond as early.
+        base_ms = math.ceil((time.time() + lead_s) * 1000)
+        due = {job_id: (base_ms + i * 1000 // count) / 1000 for i, job_id in enumerate(jobs)}
+        base_s = base_ms / 1000
         system.submit([(job_id, due[job_id]) for job_id in jobs])
         if time.time() > base_s:
             out.notes.append(f"{label}: submission took longer than the {lead_s:.0f} s lead")
