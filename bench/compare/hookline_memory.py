@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from bench.compare.child import ChildProcess
 from bench.compare.counted_store import DynamoMeter, MeteredJobStore, MeteredKeyStore
-from bench.compare.hookline_system import BULK_BATCH, TENANT, aws_invocations, engine_env, job_request
+from bench.compare.hookline_system import BULK_BATCH, aws_invocations, engine_env, submit_in_batches
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 from tests.fakes.jobs import FakeJobStore
@@ -84,10 +84,8 @@ class InMemoryEngine:
 
     def submit(self, jobs: list[tuple[str, float | None]]) -> float:
         """Submits through the submit use case; returns the CPU this thread spent on it."""
-        submitter = self._containers[0].submitter
         started = time.thread_time()
-        for job_id, due_s in jobs:
-            submitter.submit(TENANT, job_request(self._url, job_id, due_s))
+        submit_in_batches(self._containers[0].submitter, self._url, jobs)
         return time.thread_time() - started
 
     def counters(self) -> dict[str, float]:

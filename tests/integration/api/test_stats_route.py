@@ -91,3 +91,18 @@ def test_given_redis_down_when_reading_stats_then_503_and_writes_still_succeed(s
 
     assert submitted.status == 201
     assert (response.status, response.error_code) == (503, "dependency_unavailable")
+
+
+def test_given_a_batch_when_submitted_then_its_created_jobs_are_counted_in_one_write(api: Api) -> None:
+    items = [{"url": "http://127.0.0.1:9/x", "delay_s": 60}] * 3 + [{"url": "ftp://127.0.0.1/x"}]
+    api.container.redis.config_resetstat()
+
+    response = api.acme.post("/v1/jobs/batch", {"jobs": items})
+
+    minute = api.container.clock.now_ms() // BUCKET_MS
+    key = redis_keys.stats_bucket_key("acme", minute)
+    assert [r["status"] for r in response.json()["results"]] == [201, 201, 201, 422]
+    assert api.container.redis.hget(key, "submitted") == b"3"
+    assert 0 < api.container.redis.ttl(key) <= BUCKET_TTL_S
+    # The three counts went out as one HINCRBY of 3, not one per job.
+    assert api.container.redis.info("commandstats")["cmdstat_hincrby"]["calls"] == 1

@@ -2,28 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from hookline.domain.stats import BUCKET_MS, Outcome, Tally
 from hookline.usecases.stats_buffer import StatsBuffer
+from tests.fakes.stats import RecordingStats
 
 MINUTE = 29_000_000
-
-
-class RecordingStats:
-    """A StatsRecorder that keeps every call."""
-
-    def __init__(self) -> None:
-        self.records: list[tuple[str, Outcome, int, str | None, int | None]] = []
-        self.tallies: list[list[Tally]] = []
-
-    def record(
-        self, tenant: str, outcome: Outcome, now_ms: int, job_id: str | None = None, lag_ms: int | None = None
-    ) -> None:
-        self.records.append((tenant, outcome, now_ms, job_id, lag_ms))
-
-    def record_tallies(self, tallies: Sequence[Tally]) -> None:
-        self.tallies.append(list(tallies))
 
 
 def test_given_outcomes_when_flushed_then_they_are_added_up_per_tenant_minute_and_outcome_in_one_call() -> (

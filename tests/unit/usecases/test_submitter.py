@@ -6,8 +6,10 @@ import pytest
 
 from hookline.domain.errors import IdempotencyConflict, UnsafeUrl
 from hookline.domain.models import JobRequest, JobStatus
+from hookline.domain.stats import Outcome
 from hookline.usecases.submit import JobSubmitter
 from tests.fakes.faults import DynamoUnavailable
+from tests.fakes.stats import RecordingStats
 from tests.unit.usecases.world import T0, TENANT, URL, World, entry, idle_state, member
 
 
@@ -110,3 +112,24 @@ def test_given_unsafe_url_when_submitted_then_refused_before_anything_is_written
 
     assert world.tables.jobs == {}
     assert world.state() == idle_state()
+
+
+def test_given_a_batch_when_jobs_are_submitted_then_counted_together_at_its_end_even_if_it_fails(
+    world: World,
+) -> None:
+    stats = RecordingStats()
+    submitter = JobSubmitter(
+        world.store, world.index, world.clock, lambda url: None, world.shards, world.metrics, stats=stats
+    )
+
+    with pytest.raises(UnsafeUrl), submitter.batch() as batch:
+        batch.submit(TENANT, request())
+        batch.submit(TENANT, request(delay_s=30))
+        assert stats.records == stats.tallies == []  # nothing written while the batch runs
+        raise UnsafeUrl("a later item's failure ends the request", field="url")
+
+    assert stats.records == []
+    assert [(t.tenant, t.outcome, t.count) for tallies in stats.tallies for t in tallies] == [
+        (TENANT, Outcome.SUBMITTED, 2)
+    ]
+    assert len(world.tables.jobs) == 2

@@ -26,6 +26,7 @@ from hookline.api.views import (
 )
 from hookline.domain.errors import HooklineError
 from hookline.domain.models import JobRequest, JobStatus
+from hookline.usecases.submit import SubmitBatch
 
 router = Router()
 
@@ -80,28 +81,28 @@ def submit_job(request: JobRequest) -> Response[JobView]:
 def submit_batch(batch: BatchRequest) -> BatchResultView:
     """Submits each item on its own: one invalid or conflicting item does not stop the others."""
     who = principal()
-    submitter = container().submitter
-    results = []
-    for index, item in enumerate(batch.jobs):
-        try:
-            result = submitter.submit(who.tenant, JobRequest.model_validate(item))
-        except ValidationError as error:
-            details = [
-                {"field": ".".join(str(part) for part in e["loc"]), "message": e["msg"], "type": e["type"]}
-                for e in error.errors(include_url=False, include_context=False, include_input=False)
-            ]
-            error_detail = ErrorDetail(
-                code="validation_error", message="the job is not valid", details=details
-            )
-            results.append(BatchItemResult(index=index, status=422, error=error_detail))
-            continue
-        except HooklineError as error:
-            detail = ErrorDetail(code=error.code, message=str(error))
-            results.append(BatchItemResult(index=index, status=error.http_status, error=detail))
-            continue
-        status = 201 if result.created else 200
-        results.append(BatchItemResult(index=index, status=status, job=JobView.of(result.job)))
+    # One batch: the items' statistics are written together when the last is stored.
+    with container().submitter.batch() as submitter:
+        results = [_submit_item(submitter, who.tenant, i, item) for i, item in enumerate(batch.jobs)]
     return BatchResultView(results=results)
+
+
+def _submit_item(submitter: SubmitBatch, tenant: str, index: int, item: dict[str, Any]) -> BatchItemResult:
+    """Submits one item of a batch and says what happened to it."""
+    try:
+        result = submitter.submit(tenant, JobRequest.model_validate(item))
+    except ValidationError as error:
+        details = [
+            {"field": ".".join(str(part) for part in e["loc"]), "message": e["msg"], "type": e["type"]}
+            for e in error.errors(include_url=False, include_context=False, include_input=False)
+        ]
+        error_detail = ErrorDetail(code="validation_error", message="the job is not valid", details=details)
+        return BatchItemResult(index=index, status=422, error=error_detail)
+    except HooklineError as error:
+        detail = ErrorDetail(code=error.code, message=str(error))
+        return BatchItemResult(index=index, status=error.http_status, error=detail)
+    status = 201 if result.created else 200
+    return BatchItemResult(index=index, status=status, job=JobView.of(result.job))
 
 
 @router.get(
