@@ -3,11 +3,16 @@
 Usage (what `make bench` runs, in .venv-bench where the peers are installed at pinned versions):
 
     .venv-bench/bin/python -m bench.compare.run [--systems ceiling,hookline-memory,...] [--out bench/results]
+                                                [--rounds 3]
 
 Systems: ceiling (raw aiohttp, the machine's limit), hookline-memory (the engine over metered in-memory
 stores), hookline-moto (the engine over the local stack's moto server), hookline-local (the whole local
 stack through its HTTP API), celery, rq, arq, dramatiq. BENCH_SCALE (default 1.0) multiplies every job
 count; 0.2 gives a quick run. Prints the tables and writes compare.json, compare.md and fire_lag.png.
+
+--rounds R runs every system R times, one round after another, each round in a different order (rotated),
+and reports each figure's median over the rounds: on a host whose speed drifts, a disturbance then hits
+each system in one round at most, instead of whichever system ran while it lasted.
 """
 
 from __future__ import annotations
@@ -151,33 +156,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--rounds", type=int, default=1, help="run every system this many times (medians)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     receiver, receiver_url = receiver_process.start()
-    results: list[scenarios.Figures] = []
+    names = args.systems.split(",")
+    by_system: dict[str, list[scenarios.Figures]] = {name: [] for name in names}
     try:
         with running_redis() as redis_url, tempfile.TemporaryDirectory(prefix="bench-logs-") as logs:
             context = Context(redis_url, receiver_url, Path(logs))
             shared = redis.Redis.from_url(redis_url)
             try:
-                for name in args.systems.split(","):
-                    system_started = time.monotonic()
-                    try:
-                        system = context.make(name)
-                    except Exception as error:
-                        results.append(scenarios.Figures(name, notes=[f"did not start: {error!r}"[:500]]))
-                        continue
-                    figures = run_system(system, shared, receiver_url)
-                    results.append(figures)
-                    failed = [note for note in figures.notes if "failed" in note]
-                    print(f"{name}: done in {time.monotonic() - system_started:.0f} s {'; '.join(failed)}")
+                for round_ in range(args.rounds):
+                    for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+                        system_started = time.monotonic()
+                        try:
+                            system = context.make(name)
+                        except Exception as error:
+                            note = f"did not start: {error!r}"[:500]
+                            by_system[name].append(scenarios.Figures(name, notes=[note]))
+                            continue
+                        figures = run_system(system, shared, receiver_url)
+                        by_system[name].append(figures)
+                        failed = [note for note in figures.notes if "failed" in note]
+                        took_s = time.monotonic() - system_started
+                        print(f"{name}: done in {took_s:.0f} s {'; '.join(failed)}")
             finally:
                 shared.close()
                 context.close()
     finally:
         receiver.terminate()
+    results = [scenarios.median_of_rounds(rounds) for rounds in by_system.values() if rounds]
     print()
     print(report.write(results, out, time.monotonic() - started))
     print(f"\nwrote {out / 'compare.json'}, {out / 'compare.md'} and {out / 'fire_lag.png'}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import resource
+import statistics
 import time
 import uuid
 from collections import Counter
@@ -43,6 +44,31 @@ class Figures:
     values: dict[str, float] = field(default_factory=dict)
     lags_ms: dict[str, list[float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+
+def median_of_rounds(rounds: list[Figures]) -> Figures:
+    """Merges one system's figures from several rounds: each value the median over the rounds that have
+    it, but early, duplicate and lost jobs summed (one in any round must show); the fire lags of every
+    round together (the plot); notes once each, and one with the rounds' dispatch and drain rates so the
+    spread stays visible."""
+    merged = Figures(rounds[0].system)
+    names = list(dict.fromkeys(name for figures in rounds for name in figures.values))
+    for name in names:
+        found = [f.values[name] for f in rounds if name in f.values]
+        summed = name.endswith(("_early", "_duplicates", "_lost"))
+        merged.values[name] = sum(found) if summed else statistics.median(found)
+    for figures in rounds:
+        for label, lags in figures.lags_ms.items():
+            merged.lags_ms.setdefault(label, []).extend(lags)
+        merged.notes += [note for note in figures.notes if note not in merged.notes]
+    if len(rounds) > 1:
+        spread = "; ".join(
+            f"{name} "
+            + ", ".join(f"{f.values[f'{name}_per_s']:.0f}" for f in rounds if f"{name}_per_s" in f.values)
+            for name in ("dispatch", "drain")
+        )
+        merged.notes.append(f"median of {len(rounds)} rounds, jobs/s per round: {spread}")
+    return merged
 
 
 @runtime_checkable

@@ -162,3 +162,23 @@ def test_given_jobs_due_later_when_waiting_then_the_quiet_time_before_they_are_d
         measure.reset(receiver_url)
 
     assert seen.distinct == 1
+
+
+def test_given_rounds_when_merged_then_medians_with_every_fault_counted_and_every_lag_kept() -> None:
+    rounds = [
+        scenarios.Figures(
+            "x", {"dispatch_per_s": v, "drain_per_s": v * 2, "lag100_early": e}, {"lag100": [v]}
+        )
+        for v, e in ((100.0, 0), (300.0, 1), (200.0, 0))
+    ]
+    rounds[1].notes.append("same note")
+    rounds[2].notes.append("same note")
+
+    merged = scenarios.median_of_rounds(rounds)
+
+    assert merged.values == {"dispatch_per_s": 200.0, "drain_per_s": 400.0, "lag100_early": 1}
+    assert merged.lags_ms == {"lag100": [100.0, 300.0, 200.0]}
+    assert merged.notes == [
+        "same note",
+        "median of 3 rounds, jobs/s per round: dispatch 100, 300, 200; drain 200, 600, 400",
+    ]
