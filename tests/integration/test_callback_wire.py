@@ -3,11 +3,15 @@ not reused, against raw loopback servers that answer several requests on one con
 
 from __future__ import annotations
 
+import os
+import resource
+import socket
 from collections.abc import Iterator
 
 import pytest
 
 from hookline.adapters.http.client import HttpCallbackClient
+from hookline.adapters.http.wire import idle_socket_unusable
 from hookline.domain.callbacks import CallbackRequest
 from tests.support.raw_http import Handler, RawConnection, RawServer
 
@@ -150,3 +154,18 @@ def test_given_more_informational_answers_than_allowed_when_delivered_then_trans
         result = client.deliver(post(server.url()))
 
     assert (result.status_code, result.error_class, result.retryable) == (None, "transport_error", True)
+
+
+def test_given_a_descriptor_past_1024_when_checked_idle_then_usable_until_the_peer_closes() -> None:
+    # select() refuses descriptors past FD_SETSIZE (1024): a check built on it called every kept-alive
+    # connection of a busy process closed, and so opened a new one for every call.
+    high_fd = 1500
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] <= high_fd:
+        pytest.skip(f"this process may not open descriptor {high_fd}")
+    ours, peer = socket.socketpair()
+    os.dup2(ours.fileno(), high_fd)
+    ours.close()
+    with socket.socket(fileno=high_fd) as idle, peer:
+        assert not idle_socket_unusable(idle)
+        peer.close()
+        assert idle_socket_unusable(idle)

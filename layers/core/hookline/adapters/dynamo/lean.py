@@ -35,7 +35,6 @@ import hmac
 import http.client
 import json
 import random
-import select
 import ssl
 import threading
 import time
@@ -55,6 +54,8 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 from botocore.parsers import ResponseParserError
+
+from hookline.adapters.http.wire import idle_socket_unusable
 
 # Method name on the boto3 client -> DynamoDB operation.
 LEAN_OPERATIONS = {
@@ -329,14 +330,7 @@ class LeanDynamoClient:
 
 def _dropped(connection: http.client.HTTPConnection) -> bool:
     """Tells whether an idle kept-alive connection was closed by the server (readable while idle: EOF)."""
-    sock = connection.sock
-    if sock is None:
-        return True
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-    except (OSError, ValueError):
-        return True
-    return bool(readable)
+    return connection.sock is None or idle_socket_unusable(connection.sock)
 
 
 def _error_response(parsed: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:

@@ -111,6 +111,23 @@ def encode_request(method: str, target: str, headers: list[tuple[bytes, bytes]],
     return b"".join(parts)
 
 
+def idle_socket_unusable(sock: socket.socket) -> bool:
+    """Tells whether a kept-alive socket, idle between exchanges, can no longer carry a request.
+
+    An idle HTTP/1.1 connection has nothing to read: anything readable is an EOF (the server closed it on
+    its idle timeout) or bytes no request asked for. poll, not select: select refuses descriptors past
+    FD_SETSIZE (1024), which a busy process reaches. Shared by every kept-alive client of the package.
+    """
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        return True
+    try:
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):  # closed underneath (fileno -1): unusable
+        return True
+
+
 def _remaining_s(deadline_s: float) -> float:
     """Returns the time left before deadline_s; raises Timeout when none is left."""
     remaining_s = deadline_s - time.monotonic()
@@ -179,13 +196,7 @@ class Connection:
         An idle HTTP/1.1 connection has nothing to read; anything readable is an EOF (the server timed it
         out) or bytes no request asked for.
         """
-        if self._closed or self._buffer:
-            return True
-        if isinstance(self._sock, ssl.SSLSocket) and self._sock.pending():
-            return True
-        poller = select.poll()
-        poller.register(self._sock.fileno(), select.POLLIN)
-        return bool(poller.poll(0))
+        return self._closed or bool(self._buffer) or idle_socket_unusable(self._sock)
 
     def exchange(
         self, request: bytes, body: bytes, method: str, preview_bytes: int, deadline_s: float
