@@ -79,7 +79,7 @@ def clients() -> Iterator[list[LeanDynamoClient]]:
 
 @pytest.fixture
 def lean(clients: list[LeanDynamoClient]) -> Any:
-    def make(receiver: Receiver, sleeps: list[float]) -> LeanDynamoClient:
+    def make(receiver: Receiver | RawServer, sleeps: list[float]) -> LeanDynamoClient:
         client = LeanDynamoClient(
             Boto3Stand_in(receiver.url("")),
             Credentials("AKID", "SECRET"),
@@ -231,9 +231,9 @@ def test_given_a_stand_in_for_boto3_when_called_then_the_stand_in_gets_every_cal
     assert receiver.requests == []
 
 
-def test_given_the_server_closed_the_idle_connection_when_called_then_it_connects_anew_without_a_retry() -> (
-    None
-):
+def test_given_the_server_closed_the_idle_connection_when_called_then_it_connects_anew_without_a_retry(
+    lean: Any,
+) -> None:
     body = b'{"Item":{}}'
     answer = (
         b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\n"
@@ -243,13 +243,7 @@ def test_given_the_server_closed_the_idle_connection_when_called_then_it_connect
     sleeps: list[float] = []
     # Answers each connection's first request, then closes it (no "Connection: close": an idle timeout).
     with RawServer(replying(answer)) as server:
-        client = LeanDynamoClient(
-            Boto3Stand_in(server.url("")),
-            Credentials("AKID", "SECRET"),
-            connect_timeout_s=2,
-            read_timeout_s=5,
-            sleep=sleeps.append,
-        )
+        client = lean(server, sleeps)
         client.get_item(TableName="jobs")
         assert server.wait_done(timeout_s=5)  # the server has closed the kept-alive connection
 

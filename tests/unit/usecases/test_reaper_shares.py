@@ -52,11 +52,15 @@ class SlowShardStore(FakeJobStore):
 
 
 def reaper(
-    world: World, store: FakeJobStore, page: int = 1, sleep: Callable[[float], None] | None = None
+    world: World,
+    store: FakeJobStore,
+    page: int = 1,
+    sleep: Callable[[float], None] | None = None,
+    redis: FakeIndex | None = None,
 ) -> Reaper:
     """Returns a reaper over every shard whose reconciler reads `page` live jobs at a time from store, its
-    sleeps spending the frozen clock (or calling sleep)."""
-    redis = world.redis("reaper")
+    sleeps spending the frozen clock (or calling sleep), its Redis the world's (or redis)."""
+    redis = redis or world.redis("reaper")
     return Reaper(
         store,
         redis,
@@ -177,20 +181,8 @@ def test_given_one_shards_node_down_for_the_whole_run_when_reaped_then_the_other
     world = World(shards=SHARDS)
     lost = {shard: submit_on(world, shard, 1, delay_s=1) for shard in range(SHARDS)}
     world.memory.flushall()  # every shard must be rebuilt
-    redis = NodeDown(world.memory, "reaper", metrics=world.metrics)
     start = world.clock.now_ms()
-    down = Reaper(
-        world.store,
-        redis,
-        redis,
-        world.clock,
-        list(range(SHARDS)),
-        world.metrics,
-        redeliver_after_ms=REDELIVER_AFTER_MS,
-        max_deliveries=MAX_DELIVERIES,
-        jobs=JobReconciler(world.store, redis, redis, world.clock),
-        sleep=world.sleep,
-    )
+    down = reaper(world, world.store, redis=NodeDown(world.memory, "reaper", metrics=world.metrics))
 
     report = down.run(start + RUN_MS)
 
