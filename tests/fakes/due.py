@@ -35,6 +35,15 @@ class FakeDueIndex(FakeRedisRole):
             return False
 
     @port_call
+    def index_many(
+        self, entries: Sequence[tuple[Member, int, int]], now_ms: int, new_member: bool = False
+    ) -> None:
+        """One index() per entry, in order: a fault planned on "index" stops it there, the entries before
+        applied (as a pipeline broken midway); one planned on "index_many" fails the whole call."""
+        for member, shard, due_ms in entries:
+            self.index(member, shard, due_ms, now_ms, new_member)
+
+    @port_call
     def unindex(self, member: Member, shard: int) -> bool:
         """ZREM from the due ZSET; True when the member was there."""
         with self.memory.lock:

@@ -218,6 +218,13 @@ class DueIndex(Protocol):
         """
         ...
 
+    def index_many(
+        self, entries: Sequence[tuple[Member, int, int]], now_ms: int, new_member: bool = ...
+    ) -> None:
+        """Indexes (member, shard, due_ms) entries as index() does each, together (one round trip where the
+        adapter can). Raises if any failed; the others may have been applied (re-indexing is harmless)."""
+        ...
+
     def unindex(self, member: Member, shard: int) -> bool:
         """Removes a member from the due index."""
         ...

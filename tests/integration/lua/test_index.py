@@ -139,3 +139,47 @@ def test_index_new_member(
     assert shard_state(redis_client) == want
     if not is_cluster(redis_client):  # a cluster's commands are counted per node
         assert "cmdstat_zrem" not in redis_client.info("commandstats")
+
+
+def test_given_members_of_every_kind_when_indexed_together_then_each_lands_as_index_puts_it(
+    redis_client: redis.Redis, redis_index: RedisIndex
+) -> None:
+    entries = [
+        (Member.decode(A), SHARD, NOW_MS),
+        (Member.decode(B), SHARD, 30_000),
+        (Member.decode(C), SHARD, 20_000),
+    ]
+
+    redis_index.index_many(entries, NOW_MS, new_member=True)
+
+    # as the table above has index() put each: A due now onto the ready stream, B and C into the due ZSET
+    # with one wake (for B, the first into an empty ZSET; C, earlier, finds the token there)
+    assert shard_state(redis_client) == state(
+        due={B: 30_000, C: 20_000}, ready=[entry(A)], inflight={A: NOW_MS}, wake=1
+    )
+
+
+def test_given_scripts_flushed_when_indexed_together_then_each_is_indexed_once_through_the_script(
+    redis_client: redis.Redis, redis_index: RedisIndex
+) -> None:
+    redis_client.script_flush()  # a restarted or failed-over node: EVALSHA meets NOSCRIPT
+    redis_client.config_resetstat()
+
+    redis_index.index_many([(Member.decode(A), SHARD, NOW_MS), (Member.decode(B), SHARD, 30_000)], NOW_MS)
+
+    assert shard_state(redis_client) == state(due={B: 30_000}, ready=[entry(A)], inflight={A: NOW_MS}, wake=1)
+
+
+def test_given_one_node_when_indexed_together_then_one_evalsha_each_and_no_script_check(
+    redis_client: redis.Redis, redis_index: RedisIndex
+) -> None:
+    if is_cluster(redis_client):
+        pytest.skip("a cluster's commands are counted per node, and it indexes one call each")
+    redis_index.index(Member.decode(C), SHARD, 20_000, NOW_MS)  # the script is loaded
+    redis_client.config_resetstat()
+
+    redis_index.index_many([(Member.decode(A), SHARD, NOW_MS), (Member.decode(B), SHARD, 30_000)], NOW_MS)
+
+    commands = redis_client.info("commandstats")
+    assert commands["cmdstat_evalsha"]["calls"] == 2
+    assert not any(name.startswith("cmdstat_script") for name in commands)

@@ -7,7 +7,7 @@ import pytest
 from hookline.domain.errors import IdempotencyConflict, UnsafeUrl
 from hookline.domain.models import JobRequest, JobStatus
 from hookline.domain.stats import Outcome
-from hookline.usecases.submit import JobSubmitter
+from hookline.usecases.submit import INDEX_BATCH, INDEX_WAIT_MS, JobSubmitter
 from tests.fakes.faults import DynamoUnavailable
 from tests.fakes.stats import RecordingStats
 from tests.unit.usecases.world import T0, TENANT, URL, World, entry, idle_state, member
@@ -133,3 +133,65 @@ def test_given_a_batch_when_jobs_are_submitted_then_counted_together_at_its_end_
         (TENANT, Outcome.SUBMITTED, 2)
     ]
     assert len(world.tables.jobs) == 2
+
+
+def test_given_a_batch_when_jobs_are_stored_then_indexed_together_at_its_end(world: World) -> None:
+    with world.submitter().batch() as batch:
+        now = batch.submit(TENANT, request()).job
+        later = batch.submit(TENANT, request(delay_s=30)).job
+        assert len(world.tables.jobs) == 2
+        assert world.state() == idle_state()  # stored, not yet indexed
+
+    assert world.state() == idle_state(
+        ready=[entry(now.member())], inflight={member(now): T0}, due={member(later): T0 + 30_000}, wake=1
+    )
+    assert world.index.faults.calls("index_many") == 1
+
+
+def test_given_a_batch_when_its_first_waiting_job_has_waited_long_enough_then_the_waiting_are_indexed(
+    world: World,
+) -> None:
+    with world.submitter().batch() as batch:
+        first = batch.submit(TENANT, request(delay_s=30)).job
+        world.clock.advance(INDEX_WAIT_MS)
+        second = batch.submit(TENANT, request(delay_s=30)).job
+        assert world.state() == idle_state(
+            due={member(first): T0 + 30_000, member(second): T0 + INDEX_WAIT_MS + 30_000}, wake=1
+        )
+        third = batch.submit(TENANT, request(delay_s=30)).job
+        assert member(third) not in world.state()["due"]
+
+    assert member(third) in world.state()["due"]
+    assert world.index.faults.calls("index_many") == 2
+
+
+def test_given_a_batch_when_index_batch_jobs_wait_then_they_are_indexed_without_waiting_for_its_end(
+    world: World,
+) -> None:
+    with world.submitter().batch() as batch:
+        jobs = [batch.submit(TENANT, request(delay_s=30)).job for _ in range(INDEX_BATCH)]
+        assert len(world.state()["due"]) == INDEX_BATCH
+
+    assert world.index.faults.calls("index_many") == 1
+    assert set(world.state()["due"]) == {member(job) for job in jobs}
+
+
+@pytest.mark.parametrize("fault", ["index_many", "index"], ids=["whole_call_fails", "fails_after_the_first"])
+def test_given_a_batch_when_its_indexing_fails_then_every_job_is_noted_and_the_reaper_indexes_each_once(
+    world: World, fault: str
+) -> None:
+    # "index": the fake's index_many runs index() per entry, so the second entry's failure leaves the first
+    # applied, as a pipeline broken midway
+    world.index.faults.fail(fault, on_call=2 if fault == "index" else 1)
+
+    with world.submitter().batch() as batch:
+        now = batch.submit(TENANT, request()).job
+        later = batch.submit(TENANT, request(delay_s=30)).job
+
+    assert world.metrics.counts["IndexFailed"] == 2
+    noted = {job.member.job_id for note in world.unindexed.unindexed([0]) for job in note.jobs}
+    assert noted == {now.job_id, later.job_id}
+    world.reaper().run(T0 + 60_000)
+    assert world.state() == idle_state(
+        ready=[entry(now.member())], inflight={member(now): T0}, due={member(later): T0 + 30_000}, wake=1
+    )

@@ -9,6 +9,7 @@ meets it. The note (UnindexedLog) lets the reaper index it about a second after 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from hookline.domain.models import Job
 from hookline.ports import DueIndex, MetricsSink, UnindexedLog
@@ -39,13 +40,40 @@ def index_or_note(
     except Exception:
         logger.exception("indexing failed; noting the job for the reaper", extra={"job_id": member.job_id})
         metrics.count("IndexFailed")
+    _note(log, metrics, job, now_ms)
+
+
+def index_many_or_note(
+    index: DueIndex,
+    log: UnindexedLog | None,
+    metrics: MetricsSink,
+    jobs: Sequence[Job],
+    now_ms: int,
+    new_member: bool = False,
+) -> None:
+    """Indexes stored live jobs together (DueIndex.index_many); if that fails, notes every one of them for
+    the reaper, since any of them may have missed Redis. Never raises."""
+    if not jobs:
+        return
+    try:
+        index.index_many([(job.member(), job.shard, job.due_ms) for job in jobs], now_ms, new_member)
+        return
+    except Exception:
+        logger.exception("indexing a batch failed; noting its jobs for the reaper", extra={"jobs": len(jobs)})
+        metrics.count("IndexFailed", len(jobs))
+    for job in jobs:
+        _note(log, metrics, job, now_ms)
+
+
+def _note(log: UnindexedLog | None, metrics: MetricsSink, job: Job, now_ms: int) -> None:
+    """Notes a job whose indexing failed for the reaper; never raises."""
     if log is None:
         return
     try:
-        log.note_unindexed(member, job.shard, job.due_ms, now_ms)
+        log.note_unindexed(job.member(), job.shard, job.due_ms, now_ms)
     except Exception:
         logger.exception(
             "noting an unindexed job failed; the reaper's due scan will index it",
-            extra={"job_id": member.job_id},
+            extra={"job_id": job.job_id},
         )
         metrics.count("UnindexedNoteFailed")

@@ -6,6 +6,8 @@ import time
 from collections.abc import Sequence
 from typing import cast
 
+from redis.exceptions import NoScriptError
+
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.base import SHARDS_POLL_MS, RedisBase
 from hookline.domain import constants
@@ -22,15 +24,38 @@ class RedisDueIndex(RedisBase):
         new_member: the member was never indexed (its job or generation was created a moment ago), so it
         cannot be in the due ZSET and a member due now needs no ZREM there (see index.lua).
         """
-        keys = [
-            redis_keys.due_key(shard),
-            redis_keys.ready_stream(shard),
-            redis_keys.inflight_key(shard),
-            redis_keys.wake_key(shard),
-        ]
-        args: list[str | int] = [member.encode(), due_ms, now_ms, int(new_member)]
+        keys, args = _index_call(member, shard, due_ms, now_ms, new_member)
         result = self._scripts["index"](keys=keys, args=args)
         return int(cast(int, result)) == 1
+
+    def index_many(
+        self, entries: Sequence[tuple[Member, int, int]], now_ms: int, new_member: bool = False
+    ) -> None:
+        """Indexes (member, shard, due_ms) entries as index() does each: on one node in one pipelined round
+        trip, on a cluster one call each (its client refuses scripts inside a pipeline).
+
+        The pipeline sends EVALSHA alone (redis-py's own script pipelining asks SCRIPT EXISTS first, a
+        second round trip every time); an entry that met NOSCRIPT (a restarted or flushed node) did not run
+        and is indexed again through the script, which loads it. Any other failure raises after the
+        pipeline, the entries before and after it possibly applied: the caller notes them all for the
+        reaper, whose indexing of a member already there changes nothing.
+        """
+        script = self._scripts["index"]
+        if self._cluster:
+            for member, shard, due_ms in entries:
+                self.index(member, shard, due_ms, now_ms, new_member)
+            return
+        pipe = self._redis.pipeline(transaction=False)
+        for member, shard, due_ms in entries:
+            keys, args = _index_call(member, shard, due_ms, now_ms, new_member)
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        results = pipe.execute(raise_on_error=False)
+        failed = [result for result in results if isinstance(result, Exception)]
+        if any(not isinstance(error, NoScriptError) for error in failed):
+            raise next(error for error in failed if not isinstance(error, NoScriptError))
+        for entry, result in zip(entries, results, strict=True):
+            if isinstance(result, NoScriptError):
+                self.index(*entry, now_ms, new_member)
 
     def unindex(self, member: Member, shard: int) -> bool:
         """Removes a member from the due ZSET (a cancelled job); True when it was there.
@@ -100,3 +125,16 @@ class RedisDueIndex(RedisBase):
         pipe.zcard(redis_keys.inflight_key(shard))
         due, inflight = pipe.execute()
         return int(due), int(inflight)
+
+
+def _index_call(
+    member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool
+) -> tuple[list[str], list[str | int]]:
+    """Returns the keys and arguments of index.lua for one member."""
+    keys = [
+        redis_keys.due_key(shard),
+        redis_keys.ready_stream(shard),
+        redis_keys.inflight_key(shard),
+        redis_keys.wake_key(shard),
+    ]
+    return keys, [member.encode(), due_ms, now_ms, int(new_member)]
