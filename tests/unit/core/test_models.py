@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from pydantic import ValidationError
 
+from hookline.domain.clock import FrozenClock
 from hookline.domain.constants import MAX_BODY_BYTES, MAX_HEADER_VALUE_BYTES, MAX_HEADERS, MAX_HEADERS_BYTES
-from hookline.domain.models import FlowControl, JobRequest, Member
+from hookline.domain.models import FlowControl, Job, JobRequest, JobStatus, Member
+from hookline.ports import NullMetrics
+from hookline.usecases.submit import JobSubmitter
+from tests.fakes.due import FakeDueIndex
+from tests.fakes.jobs import FakeJobStore
+from tests.fakes.redis_memory import RedisMemory
+from tests.fakes.tables import JobsTables
 
 
 def test_given_minimal_request_when_validated_then_defaults_apply_and_due_is_now() -> None:
@@ -129,3 +138,36 @@ def test_given_headers_at_the_limits_when_validated_then_accepted_as_given() -> 
     assert sum(len(n) + len(v.encode()) for n, v in headers.items()) <= MAX_HEADERS_BYTES
 
     assert JobRequest.model_validate({"url": "http://h", "headers": headers}).headers == headers
+
+
+def _job() -> Job:
+    """Returns a stored job built from a request, as submit builds it."""
+    submitter = JobSubmitter(
+        FakeJobStore(JobsTables(), 1_000),
+        FakeDueIndex(RedisMemory(FrozenClock(0)), "s"),
+        FrozenClock(0),
+        lambda url: None,
+        1,
+        NullMetrics(),
+    )
+    return submitter.build(
+        "acme", JobRequest.model_validate({"url": "https://example.com/hook", "body": {"a": 1}}), 5_000
+    )
+
+
+def test_given_job_when_changed_then_same_as_dataclasses_replace_and_the_original_untouched() -> None:
+    job = _job()
+    changes = {"status": JobStatus.RUNNING, "attempt": 1, "lease_expires_at_ms": 9_000, "last_error": None}
+
+    changed = job.with_changes(**changes)
+
+    assert changed == dataclasses.replace(job, **changes)
+    assert type(changed) is Job
+    assert (job.status, job.attempt, job.lease_expires_at_ms) == (JobStatus.SCHEDULED, 0, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        changed.attempt = 2  # type: ignore[misc]
+
+
+def test_given_a_name_that_is_no_field_when_changed_then_refused_as_replace_refuses_it() -> None:
+    with pytest.raises(TypeError, match="attempts"):
+        _job().with_changes(attempts=2)

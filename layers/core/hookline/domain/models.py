@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Literal, Self
 
@@ -223,8 +223,22 @@ class Job:
         return Member(self.tenant, self.job_id, self.generation, self.flow)
 
     def with_changes(self, **changes: Any) -> Job:
-        """Returns a copy with the given fields replaced."""
-        return replace(self, **changes)
+        """Returns a copy with the given fields replaced.
+
+        As dataclasses.replace, without its cost (it rebuilds the arguments of __init__ field by field:
+        about 8 µs for this class, and the executor copies a job four times per attempt): Job has no
+        __post_init__ and no field with init=False, so copying the instance's dict and overwriting the
+        changed fields gives what replace gives. A name that is not a field is refused, as replace refuses it.
+        """
+        unknown = changes.keys() - _JOB_FIELDS
+        if unknown:
+            raise TypeError(f"Job has no field {sorted(unknown)[0]!r}")
+        copied = object.__new__(Job)
+        copied.__dict__.update(self.__dict__, **changes)
+        return copied
+
+
+_JOB_FIELDS = frozenset(f.name for f in fields(Job))
 
 
 class ExecutionOutcome(StrEnum):

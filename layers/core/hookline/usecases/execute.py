@@ -111,6 +111,11 @@ class Executor:
         # direct process() calls acknowledge each at once.
         self._acker = Acker(stream, metrics)
 
+    @property
+    def acker(self) -> Acker:
+        """Returns the acker every run uses: its queued and sent counts (since this executor was built)."""
+        return self._acker
+
     def run(self, deadline_ms: int, block_ms: int = constants.EXECUTOR_BLOCK_MS) -> int:
         """Processes entries until deadline_ms with bounded concurrency; returns how many were processed.
 
@@ -123,16 +128,14 @@ class Executor:
         no reaper. A reader's failure other than a Redis blip ends the run and is raised.
         """
         capacity = Capacity(self._concurrency)
-        self._acker = Acker(self._stream, self._metrics, on_sent=capacity.give)
 
         def process_and_settle(entry: StreamEntry) -> None:
             try:
                 self.process_safely(entry)
             finally:
-                # An entry queued for acknowledgement keeps its slot until the acker sent it, so the entries
-                # pending under this consumer never exceed the concurrency; any other gives its slot back now.
-                if not self._acker.settle(entry):
-                    capacity.give(1)
+                # The slot goes back as the attempt ends, its acknowledgement perhaps still queued: pending
+                # under this consumer are at most the concurrency plus the acker's unsent (usecases/acker.py).
+                capacity.give(1)
 
         workers = Workers(process_and_settle, self._concurrency)
         # Exits in reverse: the workers finish every delivery, then the acker sends what they queued, then

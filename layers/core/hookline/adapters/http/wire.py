@@ -18,6 +18,12 @@ A receiver controls every byte of its answer, so the parser is strict and bounde
 - a body is read only up to the caller's limit, then the connection is closed rather than drained;
 - every socket operation is bounded by the attempt's deadline (a `time.monotonic()` value), so a receiver
   that drips one byte a second is cut at the deadline, not once per byte's timeout.
+
+The socket is non-blocking once connected, and every wait is this module's own poll() until the deadline.
+A socket with a timeout would do the same inside CPython, at a cost: settimeout() before each operation
+(to clamp it to the deadline) lets go of the interpreter lock around an ioctl, and each send or recv polls
+before its syscall, each again outside the lock. Among a process's delivery threads every such release is
+a thread switch; this way an exchange releases the lock for its send, one poll and its recv.
 Anything it refuses is a `ProtocolViolation`: nothing the receiver sends raises anything else but an
 `OSError` from the socket itself.
 
@@ -27,6 +33,7 @@ was read to its end, and left no byte unread: leftovers would be taken for the n
 
 from __future__ import annotations
 
+import math
 import re
 import select
 import socket
@@ -145,6 +152,9 @@ class Connection:
         self._sock = sock
         self._buffer = bytearray()
         self._closed = False
+        self._sent = False  # a request went out and nothing was read since
+        self._poller = select.poll()
+        self._poller.register(sock.fileno(), select.POLLIN)
 
     @classmethod
     def open(
@@ -182,6 +192,7 @@ class Connection:
             if isinstance(exc, WireError):
                 raise
             raise ConnectFailed(str(exc) or f"TLS with {host}:{port} failed") from None
+        sock.setblocking(False)  # from here on every wait is _wait's, bounded by the deadline
         return cls(sock, key)
 
     def close(self) -> None:
@@ -238,24 +249,54 @@ class Connection:
         return Response(status, dict(headers), preview), reusable
 
     def _send(self, data: bytes, deadline_s: float) -> None:
-        """Sends all of data before the deadline (sendall's timeout bounds the whole call, not each chunk)."""
-        self._sock.settimeout(_remaining_s(deadline_s))
-        try:
-            self._sock.sendall(data)
-        except TimeoutError:
-            raise Timeout("the receiver did not take the request before the deadline") from None
+        """Sends all of data before the deadline."""
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[self._sock.send(view) :]
+            except (BlockingIOError, ssl.SSLWantWriteError):
+                self._wait(
+                    select.POLLOUT, deadline_s, "the receiver did not take the request before the deadline"
+                )
+            except ssl.SSLWantReadError:  # TLS wants the peer's bytes first (a key update)
+                self._wait(
+                    select.POLLIN, deadline_s, "the receiver did not take the request before the deadline"
+                )
+        self._sent = True
 
     def _fill(self, deadline_s: float) -> bool:
-        """Reads what the socket has into the buffer; returns False at the end of the stream."""
-        self._sock.settimeout(_remaining_s(deadline_s))
-        try:
-            data = self._sock.recv(READ_BYTES)
-        except TimeoutError:
-            raise Timeout("no complete response before the deadline") from None
+        """Reads what the socket has into the buffer, waiting up to the deadline; False at the stream's end.
+
+        Right after a request a plain socket cannot hold its answer yet, so it is waited for before the first
+        recv (a recv first would be one more syscall, and one more release of the interpreter lock, per
+        exchange). A TLS socket may hold decrypted bytes poll() cannot see (pending()), so it reads first.
+        """
+        message = "no complete response before the deadline"
+        if self._sent and not isinstance(self._sock, ssl.SSLSocket):
+            self._wait(select.POLLIN, deadline_s, message)
+        self._sent = False
+        while True:
+            try:
+                data = self._sock.recv(READ_BYTES)
+                break
+            except (BlockingIOError, ssl.SSLWantReadError):
+                self._wait(select.POLLIN, deadline_s, message)
+            except ssl.SSLWantWriteError:
+                self._wait(select.POLLOUT, deadline_s, message)
         if not data:
             return False
         self._buffer += data
         return True
+
+    def _wait(self, events: int, deadline_s: float, message: str) -> None:
+        """Waits until the socket is ready for events (or failed: the next call says how) before the
+        deadline; raises Timeout with message when the deadline comes first."""
+        remaining_ms = math.ceil((deadline_s - time.monotonic()) * 1000)
+        if remaining_ms <= 0:
+            raise Timeout(message)
+        self._poller.modify(self._sock.fileno(), events)
+        if not self._poller.poll(remaining_ms):
+            raise Timeout(message)
 
     def _read_head(self, deadline_s: float) -> tuple[int, int, list[tuple[str, str]]]:
         """Reads and parses one response head: returns (minor version, status, headers)."""
