@@ -6,13 +6,17 @@ from __future__ import annotations
 import os
 import resource
 import socket
+import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from hookline.adapters.http.client import HttpCallbackClient
-from hookline.adapters.http.wire import idle_socket_unusable
+from hookline.adapters.http.wire import Connection, encode_request, idle_socket_unusable
 from hookline.domain.callbacks import CallbackRequest
+from tests.integration.test_callback_client import tls_contexts_for
 from tests.support.raw_http import Handler, RawConnection, RawServer
 
 pytestmark = pytest.mark.integration
@@ -169,3 +173,74 @@ def test_given_a_descriptor_past_1024_when_checked_idle_then_usable_until_the_pe
         assert not idle_socket_unusable(idle)
         peer.close()
         assert idle_socket_unusable(idle)
+
+
+def test_given_tls_and_requests_past_the_socket_buffers_when_delivered_three_times_then_one_connection(
+    tmp_path: Path,
+) -> None:
+    # The socket is non-blocking (wire.py waits with its own poll): over TLS a send that would block and a
+    # response that arrives in two records make it wait for writing and for reading on the TLS socket.
+    server_tls, client_tls = tls_contexts_for("hooks.test", tmp_path)
+    body = b"x" * (200 * 1024)  # far past the server's 4 KiB receive buffer
+    requests: list[bytes] = []
+
+    def answer_in_two_records(connection: RawConnection) -> None:
+        for _ in range(3):
+            time.sleep(0.05)  # the client's send fills the buffers and waits meanwhile
+            requests.append(connection.read_request())
+            connection.send(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n")
+            time.sleep(0.05)  # the client read the head and waits for the body
+            connection.send(b"ok")
+
+    with (
+        RawServer(answer_in_two_records, tls=server_tls, receive_buffer=4096) as server,
+        HttpCallbackClient(
+            allow_loopback=True, resolver=lambda host, port: ["127.0.0.1"], ssl_context=client_tls
+        ) as tls_client,
+    ):
+        request = CallbackRequest(f"https://hooks.test:{server.port}/hook", "POST", {}, body, timeout_s=5.0)
+        results = [tls_client.deliver(request) for _ in range(3)]
+
+    assert [(r.status_code, r.response_preview) for r in results] == [(200, "ok")] * 3
+    assert [len(r.partition(b"\r\n\r\n")[2]) for r in requests] == [len(body)] * 3
+    assert len(server.connections) == 1
+
+
+@pytest.mark.parametrize("secure", [False, True], ids=["plain", "tls"])
+def test_given_a_request_far_past_the_socket_buffers_when_exchanged_then_sent_whole_waiting_for_the_reader(
+    tmp_path: Path, secure: bool
+) -> None:
+    # wire.Connection sends on a non-blocking socket: a request the buffers cannot hold makes it wait for
+    # writing (BlockingIOError, or SSLWantWriteError over TLS) until the slow reader takes the rest.
+    server_tls, client_tls = tls_contexts_for("hooks.test", tmp_path)
+    ours, theirs = socket.socketpair()
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    theirs.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    body = b"x" * (1024 * 1024)
+    received: list[bytes] = []
+
+    def serve(sock: socket.socket) -> None:
+        if secure:
+            sock = server_tls.wrap_socket(sock, server_side=True)
+        with sock:
+            time.sleep(0.1)  # the client has filled the buffers by now
+            received.append(RawConnection(sock, threading.Event()).read_request())
+            sock.sendall(OK)
+
+    server = threading.Thread(target=serve, args=(theirs,))
+    server.start()
+    if secure:
+        ours = client_tls.wrap_socket(ours, server_hostname="hooks.test")
+    ours.setblocking(False)
+    connection = Connection(ours, ("https" if secure else "http", "hooks.test", 443, "127.0.0.1"))
+    head = encode_request(
+        "POST", "/hook", [(b"Host", b"hooks.test"), (b"Content-Length", b"%d" % len(body))], body
+    )
+    try:
+        response, reusable = connection.exchange(head, body, "POST", 100, time.monotonic() + 10)
+    finally:
+        server.join(timeout=10)
+        connection.close()
+
+    assert (response.status, response.preview, reusable) == (200, b"ok", True)
+    assert len(received[0].partition(b"\r\n\r\n")[2]) == len(body)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -65,9 +66,14 @@ class RawServer:
     the client closed it; `__exit__` stops the handlers and waits for them.
     """
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None, receive_buffer: int = 0) -> None:
+        """tls: serve HTTPS with this server-side context; receive_buffer: SO_RCVBUF of every accepted
+        connection (small, so a client's large request waits for the server to read)."""
         self._handler = handler
+        self._tls = tls
         self._listener = socket.create_server(("127.0.0.1", 0))
+        if receive_buffer:
+            self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
         self._listener.settimeout(ACCEPT_POLL_S)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -115,8 +121,13 @@ class RawServer:
             thread.start()
 
     def _serve(self, connection: RawConnection) -> None:
-        # OSError: the client hung up mid-request, so there is nothing left to answer.
-        with connection.sock, contextlib.suppress(OSError):
+        # OSError: the client hung up mid-request (or the handshake failed), so there is nothing to answer.
+        with contextlib.ExitStack() as closing, contextlib.suppress(OSError):
+            closing.enter_context(connection.sock)
+            if self._tls is not None:  # the TLS socket takes the plain one's descriptor over
+                connection.sock = closing.enter_context(
+                    self._tls.wrap_socket(connection.sock, server_side=True)
+                )
             self._handler(connection)
 
 
