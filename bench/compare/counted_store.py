@@ -10,7 +10,7 @@ engine's own DynamoDB cost per job shows without an emulator's noise.
 from __future__ import annotations
 
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 
 from bench.compare.dynamo_units import item_size, read_units, write_units
@@ -38,72 +38,92 @@ INDEX_DELETE = write_units(LIVE_JOB_ITEM_BYTES)  # the job ends: its live attrib
 class DynamoMeter:
     """Requests by operation and capacity units, summed over every metered store; thread-safe.
 
-    A request whose units depend on an item's size is counted at once but priced when the totals are read
-    (`record_later`): sizing an item means serialising it as the adapter would, about a quarter of a
-    millisecond per delivered job, which is the meter's own CPU and must not land in the engine's worker
-    CPU, measured between two readings of the totals.
+    A call only appends a record to a deque (atomic, no lock: the meter's cost must not land in the
+    engine's worker CPU, measured between two readings of the totals); the totals are added up when read.
+    A request whose units depend on an item's size is priced then too (`record_later`): sizing an item
+    means serialising it as the adapter would, about a quarter of a millisecond per delivered job.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.requests: Counter[str] = Counter()
+        # (operation or None, units() or None, wru, rru, index wru), appended by the calls, added up on reads
+        self._records: deque[tuple[str | None, Callable[[], tuple[float, float]] | None, float, float, float]]
+        self._records = deque()
+        self._requests: Counter[str] = Counter()
         self._wru = 0.0
         self._rru = 0.0
-        self.index_wru = 0.0
+        self._index_wru = 0.0
         self._unpriced: list[Callable[[], tuple[float, float]]] = []
 
     def record(self, operation: str, wru: float = 0.0, rru: float = 0.0) -> None:
         """Counts one request and the units it consumed on the tables."""
-        with self._lock:
-            self.requests[operation] += 1
-            self._wru += wru
-            self._rru += rru
+        self._records.append((operation, None, wru, rru, 0.0))
 
     def record_later(self, operation: str, units: Callable[[], tuple[float, float]]) -> None:
-        """Counts one request now; units() gives its (WRU, RRU) when the totals are next read."""
-        with self._lock:
-            self.requests[operation] += 1
-            self._unpriced.append(units)
+        """Counts one request; units() gives its (WRU, RRU) when the totals are next read."""
+        self._records.append((operation, units, 0.0, 0.0, 0.0))
 
-    def _price(self) -> None:
-        """Prices every request recorded for later."""
-        with self._lock:
+    def index_write(self, wru: float) -> None:
+        """Counts the live index's units of a table write that succeeded (a refused one changes no index)."""
+        self._records.append((None, None, 0.0, 0.0, wru))
+
+    def _add_up(self, price: bool) -> None:
+        """Adds the records appended so far to the totals (and prices the deferred ones when price); call
+        with the lock held."""
+        while self._records:
+            operation, units, wru, rru, index_wru = self._records.popleft()
+            if operation is not None:
+                self._requests[operation] += 1
+            if units is not None:
+                self._unpriced.append(units)
+            self._wru += wru
+            self._rru += rru
+            self._index_wru += index_wru
+        if price:
             unpriced, self._unpriced = self._unpriced, []
-        priced = [units() for units in unpriced]
-        with self._lock:
-            for wru, rru in priced:
+            for units in unpriced:
+                wru, rru = units()
                 self._wru += wru
                 self._rru += rru
 
     @property
+    def requests(self) -> Counter[str]:
+        """Requests so far by operation (none priced by this)."""
+        with self._lock:
+            self._add_up(price=False)
+            return Counter(self._requests)
+
+    @property
     def wru(self) -> float:
         """Write units so far, every request priced."""
-        self._price()
         with self._lock:
+            self._add_up(price=True)
             return self._wru
 
     @property
     def rru(self) -> float:
         """Read units so far, every request priced."""
-        self._price()
         with self._lock:
+            self._add_up(price=True)
             return self._rru
 
-    def index_write(self, wru: float) -> None:
-        """Counts the live index's units of a table write that succeeded (a refused one changes no index)."""
+    @property
+    def index_wru(self) -> float:
+        """The live index's write units so far."""
         with self._lock:
-            self.index_wru += wru
+            self._add_up(price=False)
+            return self._index_wru
 
     def snapshot(self) -> dict[str, float]:
         """Returns the totals so far: requests, WRU, RRU and each operation's requests."""
-        self._price()
         with self._lock:
+            self._add_up(price=True)
             return {
-                "dynamodb_requests": float(sum(self.requests.values())),
+                "dynamodb_requests": float(sum(self._requests.values())),
                 "dynamodb_wru": self._wru,
                 "dynamodb_rru": self._rru,
-                "dynamodb_index_wru": self.index_wru,
-                **{f"dynamodb_{name}": float(count) for name, count in self.requests.items()},
+                "dynamodb_index_wru": self._index_wru,
+                **{f"dynamodb_{name}": float(count) for name, count in self._requests.items()},
             }
 
 
