@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 from bench.compare.child import ChildProcess
 from bench.compare.counted_store import DynamoMeter, MeteredJobStore, MeteredKeyStore
 from bench.compare.hookline_system import BULK_BATCH, aws_invocations, engine_env, submit_in_batches
+from hookline.plumbing.heap import freeze_start_up_heap
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 from tests.fakes.jobs import FakeJobStore
@@ -57,6 +58,7 @@ class InMemoryEngine:
             vars(container).update(jobs=jobs, keys=keys, schedule_store=FakeScheduleStore(tables))
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        freeze_start_up_heap()  # as every function module does once wired (hookline/plumbing/heap.py)
 
     def start(self) -> None:
         """Starts the promoter and the executors, each looping one-second invocations until stop()."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import sys
 
+from hookline.plumbing.heap import freeze_start_up_heap
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 
@@ -20,6 +21,7 @@ INVOCATION_MS = 10_000
 def main(role: str) -> None:
     """Loops the role's use case in 10 s invocations until SIGTERM."""
     container = Container(Settings.from_env())
+    freeze_start_up_heap()  # as the function modules do once wired
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     while True:
         deadline = container.clock.now_ms() + INVOCATION_MS

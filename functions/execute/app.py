@@ -7,6 +7,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hookline.adapters.metrics import PowertoolsMetrics
 from hookline.domain import constants
+from hookline.plumbing.heap import freeze_start_up_heap
 from hookline.plumbing.invocation import deadline_ms
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
@@ -23,6 +24,8 @@ container.check_buckets()
 # Stop taking work early enough for the longest callback, and the recording of its outcome, to finish before
 # the invocation ends.
 RESERVE_MS = int((constants.MAX_TIMEOUT_S + constants.ATTEMPT_WRAP_UP_S) * 1000)
+# The imports and the wiring live as long as the process: no collection rescans them (plumbing/heap.py).
+freeze_start_up_heap()
 
 
 @logger.inject_lambda_context

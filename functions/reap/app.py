@@ -7,6 +7,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hookline.adapters.metrics import PowertoolsMetrics
+from hookline.plumbing.heap import freeze_start_up_heap
 from hookline.plumbing.invocation import deadline_ms
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
@@ -20,6 +21,8 @@ container = Container(Settings.from_env(), metrics=sink)
 container.check_shards()
 # Refuses to start with another job bucket count than the jobs table was written with: it would not find them.
 container.check_buckets()
+# The imports and the wiring live as long as the process: no collection rescans them (plumbing/heap.py).
+freeze_start_up_heap()
 
 
 @logger.inject_lambda_context

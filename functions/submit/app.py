@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hookline.adapters.metrics import PowertoolsMetrics
 from hookline.api import context, dashboard, dead_letters, errors, gate, health, jobs, schedules, stats
+from hookline.plumbing.heap import freeze_start_up_heap
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 
@@ -31,6 +32,8 @@ app.include_router(dashboard.router)
 app.include_router(health.router)
 health.enable_docs(app)
 errors.register(app)
+# The imports and the wiring live as long as the process: no collection rescans them (plumbing/heap.py).
+freeze_start_up_heap()
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
