@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 import redis
 
+from hookline.adapters.redis.cluster import is_cluster
 from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.models import Member
 from tests.integration.lua.conftest import (
     EXECUTOR,
     READY,
@@ -99,3 +102,27 @@ def test_given_entry_redelivered_when_stale_ack_of_old_entry_then_false_and_rede
 
     assert acked is False
     assert shard_state(redis_client) == before
+
+
+def test_given_reader_and_acker_threads_one_after_another_then_each_connection_goes_back_to_the_pool(
+    redis_client: redis.Redis, redis_index: RedisIndex
+) -> None:
+    # On one node a reader and the acker keep a connection of their own while their thread lives
+    # (RedisBase._own_client); a run's threads end, the next run's start: none may keep one for good.
+    if is_cluster(redis_client):
+        pytest.skip("a cluster client has no connection of its own per thread")
+    redis_index.index(Member.decode("t/a/1"), SHARD, 0, 1)
+
+    def read_and_ack() -> None:
+        for taken in redis_index.read_ready([SHARD], 10, 0):
+            redis_index.ack_many([taken])
+
+    for _ in range(30):
+        thread = threading.Thread(target=read_and_ack)
+        thread.start()
+        thread.join()
+
+    pool = redis_index.client.connection_pool
+    assert pool._in_use_connections == set()  # type: ignore[attr-defined]
+    assert len(pool._available_connections) <= 2  # type: ignore[attr-defined]
+    assert shard_state(redis_client)["ready"] == []  # read and acknowledged by the first thread

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+import threading
+from typing import Any, cast
 
 import redis
 from redis.commands.core import Script
@@ -54,6 +55,24 @@ class RedisBase:
         self._scripts: dict[str, Script] = {
             name: client.register_script(script_source(name)) for name in SCRIPT_NAMES
         }
+        self._own = threading.local()
+
+    def _own_client(self) -> redis.Redis:
+        """Returns the client for this thread's frequent commands: on one node, a connection of its own
+        from the shared pool, held while the thread lives; on a cluster, the shared client.
+
+        A command on the shared client checks a connection out of the pool and back, and the checkout
+        probes it for unread bytes (a non-blocking recv between two settimeout calls: three syscalls that
+        each let go of the interpreter lock, on top of the command's own send and recv). A thread that
+        sends a command every few jobs (a shard reader, the acker) keeps one connection instead. It goes
+        back to the pool when the thread ends and its client is dropped (threading.local).
+        """
+        if self._cluster:
+            return self._redis
+        own = cast("redis.Redis | None", getattr(self._own, "client", None))
+        if own is None:
+            own = self._own.client = self._redis.client()  # type: ignore[no-untyped-call]
+        return own
 
     @property
     def client(self) -> redis.Redis:

@@ -64,7 +64,7 @@ class RedisReadyStream(RedisBase):
         try:
             reply = cast(
                 list[Any] | None,
-                self._redis.xreadgroup(
+                self._own_client().xreadgroup(
                     redis_keys.CONSUMER_GROUP,
                     self._consumer,
                     cast(Any, {stream: ">"}),
@@ -107,9 +107,10 @@ class RedisReadyStream(RedisBase):
         acked = 0
         for shard, pairs in sorted(by_shard.items()):
             keys = [redis_keys.ready_stream(shard), redis_keys.inflight_key(shard)]
-            acked += int(
-                cast(int, self._scripts["ack_many"](keys=keys, args=[redis_keys.CONSUMER_GROUP, *pairs]))
+            reply = self._scripts["ack_many"](
+                keys=keys, args=[redis_keys.CONSUMER_GROUP, *pairs], client=self._own_client()
             )
+            acked += int(cast(int, reply))
         return acked
 
     def heartbeat(self, entries: Sequence[StreamEntry]) -> set[str]:
