@@ -281,3 +281,26 @@ def test_given_jobs_trickling_in_when_read_then_a_lone_reader_reads_each_with_on
     # readers still reads twice per job: it blocks holding one slot, so a full read tells no backlog.
     assert len(stream.reads) <= most_reads_per_job * jobs + 2
     assert max(count for count, _, _ in stream.reads) <= 8
+
+
+def test_given_a_gathering_reader_when_slots_come_back_one_by_one_then_woken_only_as_its_want_is_met() -> (
+    None
+):
+    capacity = Capacity(4)
+    assert capacity.take(4, 1.0) == 4
+    woken_at: list[int] = []  # the free slots at each wake-up
+    notify_all = capacity._changed.notify_all
+    capacity._changed.notify_all = lambda: (woken_at.append(capacity._free), notify_all())  # type: ignore[method-assign]
+    taken: list[int] = []
+    reader = threading.Thread(target=lambda: taken.append(capacity.take(64, 5.0, at_least=4, gather_s=5.0)))
+
+    reader.start()
+    for want in (1, 4, 4, 4):  # first any slot, then the 4 it gathers
+        deadline_s = time.monotonic() + 5.0
+        while capacity._wanted != [want] and time.monotonic() < deadline_s:
+            time.sleep(0.001)
+        capacity.give(1)
+    reader.join(timeout=5.0)
+
+    assert taken == [4]
+    assert woken_at == [1, 4]  # not at 2 and 3, when it would only have waited again

@@ -37,11 +37,17 @@ logger = logging.getLogger(__name__)
 
 
 class Capacity:
-    """The free delivery slots of one executor run, taken by its readers and given back per delivery."""
+    """The free delivery slots of one executor run, taken by its readers and given back per delivery.
+
+    A slot comes back with every delivery that ends; waking every waiting reader each time (to find it
+    still short of the slots it gathers) cost each a thread switch per delivery. give() wakes the readers
+    only once the free slots reach what the least demanding of them waits for.
+    """
 
     def __init__(self, slots: int) -> None:
         self._free = slots
         self._changed = threading.Condition()
+        self._wanted: list[int] = []  # the free slots each waiting reader waits for
 
     def take(self, most: int, timeout_s: float, at_least: int = 1, gather_s: float = 0.0) -> int:
         """Takes up to `most` free slots, waiting up to timeout_s for one; returns how many (0: none came).
@@ -51,14 +57,23 @@ class Capacity:
         in one call instead of one per freed slot.
         """
         with self._changed:
-            if not self._changed.wait_for(lambda: self._free > 0, timeout_s):
+            if not self._wait_for(1, timeout_s):
                 return 0
             if at_least > 1 and gather_s > 0:
-                enough = min(at_least, most)
-                self._changed.wait_for(lambda: self._free >= enough, gather_s)
+                self._wait_for(min(at_least, most), gather_s)
             taken = min(most, self._free)
             self._free -= taken
             return taken
+
+    def _wait_for(self, slots: int, timeout_s: float) -> bool:
+        """Waits (the lock held) up to timeout_s for `slots` free slots; True when they are."""
+        if self._free >= slots:
+            return True
+        self._wanted.append(slots)
+        try:
+            return self._changed.wait_for(lambda: self._free >= slots, timeout_s)
+        finally:
+            self._wanted.remove(slots)
 
     def give(self, count: int) -> None:
         """Returns slots (unused by a read, or freed by a delivery that ended)."""
@@ -66,7 +81,9 @@ class Capacity:
             return
         with self._changed:
             self._free += count
-            self._changed.notify_all()
+            # A waiter whose want is met wants at least the least want: waking on that loses no one.
+            if self._wanted and self._free >= min(self._wanted):
+                self._changed.notify_all()
 
     @property
     def free(self) -> int:
