@@ -9,7 +9,7 @@ meets it. The note (UnindexedLog) lets the reaper index it about a second after 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hookline.domain.models import Job
 from hookline.ports import DueIndex, MetricsSink, UnindexedLog
@@ -33,14 +33,13 @@ def index_or_note(
     If the note fails too (DynamoDB failing as well), the job is still safe in DynamoDB: the reaper's due scan
     indexes it once it is due (within the scan's horizon) or at its next run, whichever is later.
     """
-    member = job.member()
-    try:
-        index.index(member, job.shard, job.due_ms, now_ms, new_member=new_member)
-        return
-    except Exception:
-        logger.exception("indexing failed; noting the job for the reaper", extra={"job_id": member.job_id})
-        metrics.count("IndexFailed")
-    _note(log, metrics, job, now_ms)
+    _index_or_note(
+        lambda: index.index(job.member(), job.shard, job.due_ms, now_ms, new_member=new_member),
+        log,
+        metrics,
+        [job],
+        now_ms,
+    )
 
 
 def index_many_or_note(
@@ -51,15 +50,30 @@ def index_many_or_note(
     now_ms: int,
     new_member: bool = False,
 ) -> None:
-    """Indexes stored live jobs together (DueIndex.index_many); if that fails, notes every one of them for
-    the reaper, since any of them may have missed Redis. Never raises."""
+    """Indexes stored live jobs together (DueIndex.index_many), as index_or_note does one; if that fails,
+    notes every one of them for the reaper, since any of them may have missed Redis. Never raises."""
     if not jobs:
         return
+    entries = [(job.member(), job.shard, job.due_ms) for job in jobs]
+    _index_or_note(lambda: index.index_many(entries, now_ms, new_member), log, metrics, jobs, now_ms)
+
+
+def _index_or_note(
+    index: Callable[[], object],
+    log: UnindexedLog | None,
+    metrics: MetricsSink,
+    jobs: Sequence[Job],
+    now_ms: int,
+) -> None:
+    """Runs index(), which indexes jobs; if it raises, notes each of them for the reaper. Never raises."""
     try:
-        index.index_many([(job.member(), job.shard, job.due_ms) for job in jobs], now_ms, new_member)
+        index()
         return
     except Exception:
-        logger.exception("indexing a batch failed; noting its jobs for the reaper", extra={"jobs": len(jobs)})
+        logger.exception(
+            "indexing failed; noting the jobs for the reaper",
+            extra={"job_id": jobs[0].job_id, "jobs": len(jobs)},  # the first job, and how many
+        )
         metrics.count("IndexFailed", len(jobs))
     for job in jobs:
         _note(log, metrics, job, now_ms)

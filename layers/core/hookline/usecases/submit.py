@@ -84,10 +84,6 @@ class JobSubmitter:
         self._metrics = metrics
         self._stats: StatsRecorder = stats or NullStats()
 
-    def now_ms(self) -> int:
-        """Returns the submitter's clock's time."""
-        return self._clock.now_ms()
-
     def build(self, tenant: str, request: JobRequest, now_ms: int) -> Job:
         """Returns the job a request describes, not yet stored."""
         job_id = new_id(now_ms)
@@ -136,7 +132,7 @@ class JobSubmitter:
         and writing them never raises.
         """
         tally = StatsBuffer(self._stats)
-        batch = SubmitBatch(self, tally)
+        batch = SubmitBatch(self, tally, self._clock)
         try:
             yield batch
         finally:
@@ -189,9 +185,10 @@ class SubmitBatch:
     """Submits the jobs of one request through a JobSubmitter, indexing them and counting them together
     (see JobSubmitter.batch()). Not thread-safe: one request's items, one after the other."""
 
-    def __init__(self, submitter: JobSubmitter, tally: StatsBuffer) -> None:
+    def __init__(self, submitter: JobSubmitter, tally: StatsBuffer, clock: Clock) -> None:
         self._submitter = submitter
         self._tally = tally
+        self._clock = clock
         self._waiting: list[Job] = []
         self._first_waiting_ms = 0
 
@@ -210,6 +207,6 @@ class SubmitBatch:
         self._waiting.append(job)
         if (
             len(self._waiting) >= INDEX_BATCH
-            or self._submitter.now_ms() - self._first_waiting_ms >= INDEX_WAIT_MS
+            or self._clock.now_ms() - self._first_waiting_ms >= INDEX_WAIT_MS
         ):
             self.flush()

@@ -50,9 +50,9 @@ class RedisDueIndex(RedisBase):
             keys, args = _index_call(member, shard, due_ms, now_ms, new_member)
             pipe.evalsha(script.sha, len(keys), *keys, *args)
         results = pipe.execute(raise_on_error=False)
-        failed = [result for result in results if isinstance(result, Exception)]
-        if any(not isinstance(error, NoScriptError) for error in failed):
-            raise next(error for error in failed if not isinstance(error, NoScriptError))
+        errors = [r for r in results if isinstance(r, Exception) and not isinstance(r, NoScriptError)]
+        if errors:
+            raise errors[0]
         for entry, result in zip(entries, results, strict=True):
             if isinstance(result, NoScriptError):
                 self.index(*entry, now_ms, new_member)
