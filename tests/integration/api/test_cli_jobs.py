@@ -110,6 +110,7 @@ def test_given_cli_when_managing_schedules_then_create_list_get_pause_resume_del
 ) -> None:
     created = run_json(capsys, "schedules", "create", "0 9 * * MON-FRI", HOOK, "--timezone", "Europe/London")
     listed = run_json(capsys, "schedules", "list")
+    _, table, _ = run(capsys, "schedules", "list")
     got = run_json(capsys, "schedules", "get", created["id"])
     _, details, _ = run(capsys, "schedules", "get", created["id"])
     paused = run_json(capsys, "schedules", "pause", created["id"])
@@ -119,6 +120,8 @@ def test_given_cli_when_managing_schedules_then_create_list_get_pause_resume_del
 
     assert [s["id"] for s in listed["schedules"]] == [created["id"]]
     assert len(got["next_fire_times"]) == 5 and got["next_fire_times"][0] in details
+    assert listed["schedules"][0]["next_fire_times"] == got["next_fire_times"][:1]
+    assert got["next_fire_times"][0][:16] in table
     assert (paused["paused"], resumed["paused"], deleted) == (True, False, {"deleted": created["id"]})
     assert missing == 1 and json.loads(error)["error"]["code"] == "not_found"
 

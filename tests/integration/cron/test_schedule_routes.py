@@ -62,6 +62,18 @@ def test_given_valid_schedule_when_posted_then_201_and_get_shows_next_five_fire_
     assert got["job"]["url"] == JOB["url"]
 
 
+def test_given_schedules_when_listed_then_each_shows_its_next_occurrence_and_a_paused_one_none(
+    api: Clients,
+) -> None:
+    running = create(api.acme, expression="0 9 * * *", timezone="Europe/London").json()
+    paused = create(api.acme, expression="0 9 * * *", paused=True).json()
+
+    listed = {s["id"]: s for s in api.acme.get("/v1/schedules").json()["schedules"]}
+
+    assert listed[running["id"]]["next_fire_times"] == ["2026-01-01T09:00:00.000Z"]
+    assert listed[paused["id"]]["next_fire_times"] == []
+
+
 @pytest.mark.parametrize(
     ("fields", "field", "reason"),
     [

@@ -25,7 +25,8 @@ class ScheduleView(BaseModel):
     created_at: str | None
     updated_at: str | None
     next_fire_times: list[str] | None = Field(
-        default=None, description="The next occurrences (RFC 3339 UTC); only when getting one schedule."
+        default=None,
+        description="Next occurrences (RFC 3339 UTC): five for one schedule, one in a list, none if paused.",
     )
 
     @classmethod

@@ -59,10 +59,13 @@ def create_schedule(request: ScheduleRequest) -> Response[ScheduleView]:
 )
 @requires("schedules:read")
 def list_schedules(limit: Limit = 50, cursor: Cursor = None) -> SchedulePageView:
-    """Returns a page of the caller's schedules."""
+    """Returns a page of the caller's schedules, each with its next occurrence (none while paused)."""
     who = principal()
-    schedules, after = container().schedules.list_page(who.tenant, decode_cursor(cursor), limit)
-    return SchedulePageView(schedules=[ScheduleView.of(s) for s in schedules], next=encode_cursor(after))
+    current = container()
+    schedules, after = current.schedules.list_page(who.tenant, decode_cursor(cursor), limit)
+    now_ms = current.clock.now_ms()
+    views = [ScheduleView.of(s, [] if s.paused else s.upcoming(now_ms, 1)) for s in schedules]
+    return SchedulePageView(schedules=views, next=encode_cursor(after))
 
 
 @router.get(
