@@ -53,11 +53,15 @@ def test_given_keys_when_listed_then_no_secret_and_revocation_shows(
     assert "30 s" in capsys.readouterr().out
 
     listed = run_json(capsys, "keys", "list")
+    assert main(["keys", "list"]) == 0
+    header, line = capsys.readouterr().out.splitlines()[:2]
 
     assert isinstance(listed, list) and len(listed) == 1
     row = listed[0]
     assert (row["key_id"], row["tenant"], row["revoked_ms"] is not None) == (created["key_id"], "acme", True)
     assert created["api_key"].split("_")[2] not in json.dumps(listed)
+    assert header.split() == ["KEY", "ID", "TENANT", "STATE", "SCOPES", "RATE/S", "CREATED"]
+    assert line.split()[:3] == [created["key_id"], "acme", "revoked"]
     with pytest.raises(Unauthorized):
         Authenticator(container.keys, SystemClock()).authenticate(created["api_key"])
 

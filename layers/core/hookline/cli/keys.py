@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
+from hookline.cli import output
 from hookline.domain.clock import SystemClock
 from hookline.domain.errors import NotFound
 from hookline.domain.keys import SigningSecrets
@@ -130,9 +131,7 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
-    for row in rows:
-        state = "revoked" if row["revoked_ms"] else "active"
-        print(f"{row['key_id']}  {row['tenant']:<20} {state:<8} {','.join(row['scopes'])}")
+    output.console().print(output.keys_table(rows))
     return 0
 
 

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from hookline.api.schedule_views import ScheduleView
 from hookline.api.stats_views import StatsView
-from hookline.api.views import ExecutionView, JobView
+from hookline.api.views import ExecutionView, JobView, rfc3339
 from hookline.client import HooklineApiError
 
 # Wide enough that ids and times never wrap when the output is a pipe or a file, not a terminal.
@@ -97,6 +97,23 @@ def attempts_table(attempts: Sequence[ExecutionView]) -> Table:
             a.started_at or "",
             error,
             preview,
+        )
+    return table
+
+
+def keys_table(rows: Iterable[dict[str, Any]]) -> Table:
+    """Returns a table of API keys (never a secret): id, tenant, state, scopes, rate limit, creation time."""
+    table = _table("KEY ID", "TENANT", "STATE", "SCOPES", "RATE/S", "CREATED")
+    for row in rows:
+        state = "[red]revoked[/red]" if row["revoked_ms"] else "[green]active[/green]"
+        limit = "" if row["rate_limit_per_s"] is None else str(row["rate_limit_per_s"])
+        table.add_row(
+            row["key_id"],
+            row["tenant"],
+            state,
+            ",".join(row["scopes"]),
+            limit,
+            rfc3339(row["created_ms"]) or "",
         )
     return table
 
