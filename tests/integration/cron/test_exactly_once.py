@@ -18,9 +18,12 @@ import redis
 from hookline.adapters.redis.index import RedisIndex
 from hookline.domain.clock import FrozenClock
 from hookline.domain.cron.schedule import CatchUp, Schedule
+from hookline.domain.models import Job
+from hookline.domain.stats import Outcome
 from hookline.ports import NullMetrics
 from hookline.usecases.cron import CronRunner, instance_id
 from hookline.usecases.submit import JobSubmitter
+from tests.fakes.stats import RecordingStats
 from tests.integration.cron.fakes import MemoryScheduleStore, NullJobIndex
 from tests.integration.cron.keys import CLAIMS, CRON
 
@@ -50,8 +53,14 @@ def per_second_schedule() -> Schedule:
     )
 
 
-def runner(store: MemoryScheduleStore, client: redis.Redis, clock: FrozenClock, **kwargs: int) -> CronRunner:
-    submitter = JobSubmitter(store, NullJobIndex(), clock, lambda url: None, 1, NullMetrics())  # type: ignore[arg-type]
+def runner(
+    store: MemoryScheduleStore,
+    client: redis.Redis,
+    clock: FrozenClock,
+    stats: RecordingStats | None = None,
+    **kwargs: int,
+) -> CronRunner:
+    submitter = JobSubmitter(store, NullJobIndex(), clock, lambda url: None, 1, NullMetrics(), stats=stats)  # type: ignore[arg-type]
     return CronRunner(
         store, RedisIndex(client), submitter, clock, [0], NullMetrics(), GRACE_MS, job_shards=1, **kwargs
     )
@@ -168,6 +177,36 @@ def test_given_promoter_stalls_past_its_claim_when_another_takes_over_then_occur
     # The fast promoter advanced the schedule; the slow one's stale claim could not move it back.
     assert redis_client.zscore(CRON, schedule.member().encode()) == DAY_START_MS + 6_000
     assert redis_client.hlen(CLAIMS) == 0
+
+
+def test_given_occurrences_created_when_a_taken_over_one_is_found_then_each_counted_submitted_once(
+    redis_client: redis.Redis,
+) -> None:
+    store = MemoryScheduleStore()
+    schedule = per_second_schedule()
+    store.put(schedule)
+    clock = FrozenClock(DAY_START_MS + 2_000)
+    redis_client.zadd(CRON, {schedule.member().encode(): DAY_START_MS})
+    stats = RecordingStats()
+    store.create_instance(per_second_schedule_instance(schedule, DAY_START_MS + 1_000))
+
+    runner(store, redis_client, clock, stats).tick(clock.now_ms())
+
+    # Three occurrences were due; one already existed (another promoter's): two new, two submitted.
+    assert len(store.instances) == 3
+    assert [(tenant, outcome) for tenant, outcome, *_ in stats.records] == [(TENANT, Outcome.SUBMITTED)] * 2
+
+
+def per_second_schedule_instance(schedule: Schedule, fire_ms: int) -> Job:
+    """Returns the job a promoter creates for the schedule's occurrence at fire_ms."""
+    submitter = JobSubmitter(
+        MemoryScheduleStore(), NullJobIndex(), FrozenClock(fire_ms), lambda url: None, 1, NullMetrics()
+    )  # type: ignore[arg-type]
+    job_id = instance_id(schedule.schedule_id, fire_ms)
+    template = submitter.build(TENANT, schedule.template(), fire_ms)
+    return template.with_changes(
+        job_id=job_id, shard=0, due_ms=fire_ms, schedule_id=schedule.schedule_id, fire_time_ms=fire_ms
+    )
 
 
 def test_given_one_schedule_fails_when_ticking_then_others_still_fire_and_its_claim_is_retried_later(

@@ -11,7 +11,7 @@ from hookline.domain.stats import WINDOW_MINUTES, MinuteStats, Outcome, TenantSt
 class OutcomeCounts(BaseModel):
     """How many of each outcome were recorded."""
 
-    submitted: int = Field(description="Jobs accepted by POST /v1/jobs or a batch (not schedule instances).")
+    submitted: int = Field(description="Jobs accepted: by POST /v1/jobs, a batch, or a schedule firing.")
     succeeded: int = Field(description="Attempts answered 2xx.")
     retried: int = Field(description="Attempts that failed with another attempt scheduled.")
     dead: int = Field(description="Jobs dead-lettered (by an attempt, or out of deliveries).")

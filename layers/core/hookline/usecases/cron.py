@@ -141,7 +141,7 @@ class CronRunner:
         if not self._store.create_instance(job):
             self._metrics.count("CronDuplicateAvoided")
             return False
-        self._submitter.index(job, now_ms)
+        self._submitter.accept_instance(job, now_ms)
         return True
 
 

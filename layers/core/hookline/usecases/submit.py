@@ -168,6 +168,13 @@ class JobSubmitter:
         """
         index_or_note(self._index, self._unindexed, self._metrics, job, now_ms, new_member=True)
 
+    def accept_instance(self, job: Job, now_ms: int) -> None:
+        """Indexes a schedule's occurrence this caller has just created (see index()) and counts it as
+        submitted, as a job the API accepted is: every job that can succeed was counted submitted once."""
+        self.index(job, now_ms)
+        self._metrics.count("Submitted")
+        self._stats.record(job.tenant, Outcome.SUBMITTED, now_ms)
+
     def index_all(self, jobs: Sequence[Job]) -> None:
         """Indexes jobs this caller has just created, together (see index()); never raises."""
         now_ms = self._clock.now_ms()
