@@ -150,3 +150,68 @@ def test_given_a_schedule_when_paused_and_deleted_from_the_page_then_the_api_agr
     assert len(next_fire.splitlines()) == 3 and next_fire.startswith(created["created_at"][:4])
     assert "paused" in paused_row
     assert api.acme.get(f"/v1/schedules/{created['id']}").status == 404
+
+
+def test_given_job_detail_when_cancelled_or_replayed_then_request_shows_row_refreshes_and_action_is_confirmed(
+    api: Api, served: str, receiver: Receiver, chrome: webdriver.Chrome
+) -> None:
+    waiting = api.acme.post(
+        "/v1/jobs",
+        {
+            "url": receiver.url("/later"),
+            "body": {"order": 7},
+            "headers": {"X-Trace": "t-1"},
+            "delay_s": 3600,
+        },
+    ).json()
+    receiver.script("/fails", [Reply(500)])
+    failed = api.acme.post("/v1/jobs", {"url": receiver.url("/fails"), "max_attempts": 1}).json()
+    api.deliver_ready()
+    sign_in(chrome, served, str(api.acme.api_key))
+    wait(chrome, "#metric-dead")
+
+    chrome.get(f"{served}/dashboard#jobs")
+    wait(chrome, f'tr[data-job-id="{waiting["id"]}"]').click()
+    wait(chrome, "#job-cancel")
+    headers = dict(zip(texts(chrome, "#job-headers dt"), texts(chrome, "#job-headers dd"), strict=True))
+    body = wait(chrome, "#job-body").text
+    chrome.find_element(By.ID, "job-cancel").click()
+    cancelled = wait(chrome, "#notice").text
+    WebDriverWait(chrome, WAIT_S).until(
+        lambda c: "cancelled" in texts(c, f'#jobs-rows tr[data-job-id="{waiting["id"]}"]')[0]
+    )
+    chrome.find_element(By.CSS_SELECTOR, f'tr[data-job-id="{failed["id"]}"]').click()
+    final = wait(chrome, '#attempts tr[data-attempt="1"] td.outcome').text
+    screenshot(chrome, "job-dead-detail")
+    chrome.find_element(By.ID, "job-replay").click()
+    WebDriverWait(chrome, WAIT_S).until(lambda c: "Replayed" in texts(c, "#notice")[0])
+    replayed_row = texts(chrome, f'#jobs-rows tr[data-job-id="{failed["id"]}"]')[0]
+
+    assert headers.get("X-Trace") == "t-1"
+    assert '"order": 7' in body
+    assert cancelled == f"Cancelled job {waiting['id']}"
+    assert final == "dead attempts exhausted"
+    assert "scheduled" in replayed_row
+    assert api.container.jobs.get(TENANT, failed["id"]).status.value == "scheduled"
+
+
+def test_given_a_schedule_when_its_jobs_are_opened_then_the_jobs_page_lists_that_schedule_only(
+    api: Api, served: str, chrome: webdriver.Chrome
+) -> None:
+    created = api.acme.post(
+        "/v1/schedules", {"expression": "0 9 * * *", "job": {"url": "http://127.0.0.1:9/x"}}
+    ).json()
+    api.acme.post("/v1/jobs", {"url": "http://127.0.0.1:9/other", "delay_s": 3600})
+    sign_in(chrome, served, str(api.acme.api_key))
+    wait(chrome, "#metric-dead")
+
+    chrome.get(f"{served}/dashboard#schedules")
+    wait(chrome, f'tr[data-schedule-id="{created["id"]}"] button.jobs').click()
+    chip = wait(chrome, "#jobs-schedule").text
+    empty = wait(chrome, "#jobs-rows td.empty").text
+    chrome.find_element(By.ID, "jobs-schedule-clear").click()
+    wait(chrome, "#jobs-rows tr[data-job-id]")
+
+    assert created["id"] in chip
+    assert empty == "No job from this schedule yet"
+    assert not chrome.find_element(By.ID, "jobs-schedule").is_displayed()

@@ -8,7 +8,7 @@ const BASE = location.pathname.replace(/\/dashboard\/?$/, "");
 const PAGE_SIZE = 25;
 const SEARCH_MAX_PAGES = 10; // a URL-prefix search reads at most this many pages of jobs
 const REFRESH_MS = 10000;
-const state = { jobsCursors: [null], deadCursors: [null], schedulesCursors: [null], refresh: null };
+const state = { jobsCursors: [null], deadCursors: [null], schedulesCursors: [null], refresh: null, schedule: null };
 
 class ApiError extends Error {
   constructor(status, body, requestId) {
@@ -68,9 +68,17 @@ function showError(error) {
   box.hidden = false;
 }
 
+function notice(text) {
+  // A short confirmation of what an action did (the error banner says what went wrong).
+  const box = $("notice");
+  box.textContent = text || "";
+  box.hidden = !text;
+}
+
 async function guarded(action) {
   try {
     showError(null);
+    notice(null);
     await action();
   } catch (error) {
     showError(error);
@@ -202,6 +210,20 @@ async function loadJobs(reset) {
   const search = $("jobs-search").value.trim();
   const status = $("jobs-status").value;
   $("job-detail").hidden = true;
+  $("jobs-schedule").hidden = !state.schedule;
+  $("jobs-schedule-id").textContent = state.schedule || "";
+  if (state.schedule) {
+    // One schedule's occurrences, newest first (GET /v1/schedules/{id}/jobs); status and search do not apply.
+    const query = new URLSearchParams({ limit: PAGE_SIZE });
+    const cursor = state.jobsCursors[state.jobsCursors.length - 1];
+    if (cursor) query.set("cursor", cursor);
+    const page = await api("GET", `/v1/schedules/${encodeURIComponent(state.schedule)}/jobs?${query}`);
+    rows($("jobs-rows"), page.jobs, jobRow, "No job from this schedule yet");
+    state.jobsNext = page.next;
+    $("jobs-next").disabled = !page.next;
+    $("jobs-first").disabled = state.jobsCursors.length === 1;
+    return;
+  }
   if (search && !/^https?:\/\//i.test(search)) {
     // Not a URL: an id. One GET; a 404 reads as "no such job" rather than an error banner.
     try {
@@ -230,8 +252,48 @@ async function loadJobs(reset) {
   $("jobs-first").disabled = state.jobsCursors.length === 1;
 }
 
+function refreshRow(job) {
+  // The list row of a job an action changed shows its new state without reloading the page.
+  const row = document.querySelector(`#jobs-rows tr[data-job-id="${CSS.escape(job.id)}"]`);
+  if (row) row.replaceWith(jobRow(job));
+}
+
+function outcomeCell(job, attempt, last) {
+  // A dead job's last failed attempt ended the job: it reads "dead", not "retryable".
+  if (job.status === "dead" && attempt.attempt === last && attempt.outcome !== "succeeded") {
+    return [badge("dead"), ` ${attempt.outcome === "retryable" ? "attempts exhausted" : attempt.outcome}`];
+  }
+  return badge(attempt.outcome);
+}
+
+function requestSection(job) {
+  const headers = Object.entries(job.headers || {});
+  return [
+    el("h2", { class: "small" }, "Request"),
+    el("dl", { id: "job-headers" }, headers.length ? headers.map(([name, value]) => [el("dt", {}, name), el("dd", { class: "mono" }, value)])
+      : [el("dt", {}, "headers"), el("dd", { class: "muted" }, "none")]),
+    el("pre", { id: "job-body", class: "mono body" }, job.body ? prettyBody(job.body) : "(empty body)"),
+  ];
+}
+
+function prettyBody(body) {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+async function jobAction(method, path, done) {
+  const changed = await api(method, path);
+  refreshRow(changed);
+  await showJob(changed.id);
+  notice(done);
+}
+
 async function showJob(id) {
   const [job, attempts] = await Promise.all([api("GET", `/v1/jobs/${id}`), api("GET", `/v1/jobs/${id}/executions`)]);
+  const last = Math.max(0, ...attempts.executions.map((a) => a.attempt));
   const fields = ["id", "status", "url", "method", "run_at", "attempt", "max_attempts", "created_at", "updated_at",
     "idempotency_key", "schedule_id", "last_status_code", "last_error"];
   const details = el("dl", {}, fields.filter((f) => job[f] !== null && job[f] !== undefined && job[f] !== "")
@@ -239,15 +301,15 @@ async function showJob(id) {
   const table = el("table", { class: "grid", id: "attempts" },
     el("thead", {}, el("tr", {}, ["Attempt", "Outcome", "Status code", "Latency", "Started", "Error", "Response"].map((h) => el("th", {}, h)))),
     el("tbody", {}, attempts.executions.length ? attempts.executions.map((a) => el("tr", { "data-attempt": a.attempt },
-      el("td", {}, a.attempt), el("td", {}, badge(a.outcome)), el("td", {}, a.status_code ?? ""), el("td", {}, `${a.latency_ms} ms`),
+      el("td", {}, a.attempt), el("td", { class: "outcome" }, outcomeCell(job, a, last)), el("td", {}, a.status_code ?? ""), el("td", {}, `${a.latency_ms} ms`),
       el("td", {}, short(a.started_at)), el("td", {}, [a.error_class, a.error_message].filter(Boolean).join(": ")),
       el("td", { class: "mono" }, (a.response_preview || "").slice(0, 200)))) : el("tr", {}, el("td", { colspan: 7, class: "empty" }, "No attempt yet"))));
   const actions = el("div", { class: "toolbar" },
     el("h1", {}, `Job ${job.id}`),
-    job.status === "scheduled" ? el("button", { class: "danger", id: "job-cancel", onclick: () => guarded(async () => { await api("DELETE", `/v1/jobs/${id}`); await showJob(id); }) }, "Cancel") : null,
-    job.status === "dead" ? el("button", { id: "job-replay", onclick: () => guarded(async () => { await api("POST", `/v1/jobs/${id}/replay`); await showJob(id); }) }, "Replay") : null,
+    job.status === "scheduled" ? el("button", { class: "danger", id: "job-cancel", onclick: () => guarded(() => jobAction("DELETE", `/v1/jobs/${id}`, `Cancelled job ${id}`)) }, "Cancel") : null,
+    job.status === "dead" ? el("button", { id: "job-replay", onclick: () => guarded(() => jobAction("POST", `/v1/jobs/${id}/replay`, `Replayed job ${id}: scheduled to run now`)) }, "Replay") : null,
     el("button", { class: "secondary", onclick: () => { $("job-detail").hidden = true; } }, "Close"));
-  $("job-detail").replaceChildren(actions, details, el("h2", { class: "small" }, "Attempts"), table);
+  $("job-detail").replaceChildren(actions, details, ...requestSection(job), el("h2", { class: "small" }, "Attempts"), table);
   $("job-detail").hidden = false;
   $("job-detail").scrollIntoView({ block: "nearest" });
 }
@@ -263,7 +325,7 @@ async function loadDead(reset) {
   rows($("dead-rows"), page.jobs, (job) => el("tr", { "data-job-id": job.id },
     el("td", { class: "mono" }, job.id), el("td", {}, `${job.attempt}/${job.max_attempts}`),
     el("td", {}, job.last_status_code || job.last_error || ""), el("td", {}, short(job.updated_at)), el("td", { class: "url" }, job.url),
-    el("td", {}, el("button", { class: "replay-one", onclick: () => guarded(async () => { await api("POST", `/v1/jobs/${job.id}/replay`); await loadDead(false); }) }, "Replay"))),
+    el("td", {}, el("button", { class: "replay-one", onclick: () => guarded(async () => { await api("POST", `/v1/jobs/${job.id}/replay`); await loadDead(false); notice(`Replayed job ${job.id}: scheduled to run now`); }) }, "Replay"))),
   "No dead letters");
   $("dead-count").textContent = `${stats.dead_letters} dead`;
   state.deadNext = page.next;
@@ -282,6 +344,7 @@ async function replayAll() {
     if (!result.more || result.replayed.length === 0) break;
   }
   await loadDead(true);
+  notice(`Replayed ${total} dead letter${total === 1 ? "" : "s"}`);
 }
 
 // --- schedules ------------------------------------------------------------------------------------
@@ -292,7 +355,7 @@ async function loadSchedules(reset) {
   const cursor = state.schedulesCursors[state.schedulesCursors.length - 1];
   if (cursor) query.set("cursor", cursor);
   const page = await api("GET", `/v1/schedules?${query}`);
-  // The list omits next fire times; GET of each one on the page has them (20 reads at most).
+  // The list carries one next fire time; GET of each one on the page has more (20 reads at most).
   const detailed = await Promise.all(page.schedules.map((s) => api("GET", `/v1/schedules/${s.id}`)));
   rows($("schedule-rows"), detailed, (s) => el("tr", { "data-schedule-id": s.id },
     el("td", { class: "mono" }, s.id), el("td", { class: "mono" }, s.expression), el("td", {}, s.timezone),
@@ -300,6 +363,8 @@ async function loadSchedules(reset) {
     el("td", { class: "mono next-fire" }, (s.next_fire_times || []).slice(0, 3).map(short).join("\n") || "–"),
     el("td", { class: "url" }, s.job.url || ""),
     el("td", {},
+      el("button", { class: "jobs secondary", onclick: () => showScheduleJobs(s.id) }, "Jobs"),
+      " ",
       el("button", { class: s.paused ? "resume" : "pause secondary", onclick: () => guarded(async () => { await api("PATCH", `/v1/schedules/${s.id}`, { paused: !s.paused }); await loadSchedules(false); }) }, s.paused ? "Resume" : "Pause"),
       " ",
       el("button", { class: "delete danger", onclick: (event) => guarded(async () => {
@@ -312,6 +377,12 @@ async function loadSchedules(reset) {
   state.schedulesNext = page.next;
   $("schedules-next").disabled = !page.next;
   $("schedules-first").disabled = state.schedulesCursors.length === 1;
+}
+
+function showScheduleJobs(id) {
+  state.schedule = id;
+  if (location.hash === "#jobs") guarded(() => loadJobs(true));
+  else location.hash = "#jobs";
 }
 
 // --- wiring ---------------------------------------------------------------------------------------
@@ -328,6 +399,7 @@ $("signin-form").addEventListener("submit", signIn);
 $("sign-out").addEventListener("click", () => signOut());
 $("overview-refresh").addEventListener("click", () => guarded(loadOverview));
 $("jobs-go").addEventListener("click", () => guarded(() => loadJobs(true)));
+$("jobs-schedule-clear").addEventListener("click", () => { state.schedule = null; guarded(() => loadJobs(true)); });
 $("jobs-status").addEventListener("change", () => guarded(() => loadJobs(true)));
 $("jobs-search").addEventListener("keydown", (event) => { if (event.key === "Enter") guarded(() => loadJobs(true)); });
 $("dead-replay-all").addEventListener("click", () => guarded(replayAll));
