@@ -48,7 +48,8 @@ def stored_jobs(api: Api) -> list[dict[str, Any]]:
 def stored_schedules(api: Api) -> list[dict[str, Any]]:
     listed = api.acme.get("/v1/schedules")
     assert listed.status == 200, listed.body
-    schedules: list[dict[str, Any]] = listed.json()["schedules"]
+    # As created: a listed schedule also carries its next occurrence, which a create does not answer.
+    schedules: list[dict[str, Any]] = [{**s, "next_fire_times": None} for s in listed.json()["schedules"]]
     return schedules
 
 
