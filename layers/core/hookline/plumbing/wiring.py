@@ -41,7 +41,7 @@ from hookline.usecases.reap import Reaper
 from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.scale import ExecutorScaler, FanOutPolicy, NoLauncher
 from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
-from hookline.usecases.shards import check_bucket_count, check_shard_count
+from hookline.usecases.shards import StartUpChecks, check_bucket_count, check_shard_count
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline.usecases.submit import JobSubmitter
 
@@ -158,11 +158,19 @@ class Container:
     def check_shards(self) -> int:
         """Records the deployment's shard count; raises ShardCountLowered when jobs were written with more.
 
-        The promote, execute and reap functions call it at their cold start, so an engine deployed with
-        fewer shards fails to start with the reason, instead of silently never running the jobs on the
-        shards it dropped.
+        The promote, execute and reap functions run it before any work (start_up), so an engine deployed
+        with fewer shards fails with the reason, instead of silently never running the jobs on the shards
+        it dropped.
         """
         return check_shard_count(self.keys, self.settings.shards, self.clock)
+
+    @cached_property
+    def start_up(self) -> StartUpChecks:
+        """The engine functions' deployment checks (shard and bucket counts), run in their first invocation.
+
+        Not at import: a throttled or unreachable DynamoDB must not end a cold start (StartUpChecks).
+        """
+        return StartUpChecks([self.check_shards, self.check_buckets], self.clock, self.metrics)
 
     def check_buckets(self) -> Keyspace:
         """Checks the jobs table's bucket count now (see keyspace); raises JobBucketsChanged."""
