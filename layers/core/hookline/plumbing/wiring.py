@@ -33,6 +33,7 @@ from hookline.domain.errors import IndexUnavailable
 from hookline.plumbing.settings import Settings
 from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics
 from hookline.usecases.auth import Authenticator
+from hookline.usecases.circuit import Circuit, CircuitStats
 from hookline.usecases.cron import CronRunner, ScheduleReconciler
 from hookline.usecases.execute import Executor
 from hookline.usecases.manage import JobManager
@@ -241,6 +242,11 @@ class Container:
         return DynamoUnindexedLog(self.dynamodb, self.settings.api_keys_table)
 
     @cached_property
+    def redis_circuit(self) -> Circuit:
+        """Whether the Redis steps that have a fallback ask Redis now (API rate limit, indexing, counts)."""
+        return Circuit(self.clock, self.metrics)
+
+    @cached_property
     def submitter(self) -> JobSubmitter:
         """The submit use case."""
         allow_loopback = self.settings.allow_loopback
@@ -251,15 +257,22 @@ class Container:
             lambda url: check_url(url, allow_loopback),
             self.settings.shards,
             self.metrics,
-            stats=self.stats,
+            stats=CircuitStats(self.stats, self.redis_circuit),
             unindexed=self.unindexed,
+            circuit=self.redis_circuit,
         )
 
     @cached_property
     def manager(self) -> JobManager:
         """The job administration use cases (read, list, cancel, replay)."""
         return JobManager(
-            self.jobs, self.index, self.clock, self.metrics, stats=self.stats, unindexed=self.unindexed
+            self.jobs,
+            self.index,
+            self.clock,
+            self.metrics,
+            stats=CircuitStats(self.stats, self.redis_circuit),
+            unindexed=self.unindexed,
+            circuit=self.redis_circuit,
         )
 
     @cached_property
