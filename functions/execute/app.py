@@ -17,10 +17,6 @@ tracer = Tracer()
 metrics = Metrics()
 sink = PowertoolsMetrics(metrics)
 container = Container(Settings.from_env(), metrics=sink)
-# Refuses to start with fewer shards than jobs were written with: those on the dropped shards would never run.
-container.check_shards()
-# Refuses to start with another job bucket count than the jobs table was written with: it would not find them.
-container.check_buckets()
 # Stop taking work early enough for the longest callback, and the recording of its outcome, to finish before
 # the invocation ends.
 RESERVE_MS = int((constants.MAX_TIMEOUT_S + constants.ATTEMPT_WRAP_UP_S) * 1000)
@@ -33,5 +29,9 @@ freeze_start_up_heap()
 @sink.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Reads the ready streams and delivers with bounded concurrency."""
-    processed = container.executor.run(deadline_ms(container.clock, context, RESERVE_MS))
+    deadline = deadline_ms(container.clock, context, RESERVE_MS)
+    # Refuses shard or bucket counts that would strand jobs; checked here, not at import, so a throttled
+    # DynamoDB delays the work instead of ending the cold start (Container.start_up).
+    container.start_up.ensure(deadline)
+    processed = container.executor.run(deadline)
     return {"processed": processed}

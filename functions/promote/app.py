@@ -20,10 +20,6 @@ tracer = Tracer()
 metrics = Metrics()
 sink = PowertoolsMetrics(metrics)
 container = Container(Settings.from_env(), metrics=sink)
-# Refuses to start with fewer shards than jobs were written with: those on the dropped shards would never run.
-container.check_shards()
-# Refuses to start with another job bucket count than the jobs table was written with: it would not find them.
-container.check_buckets()
 # The imports and the wiring live as long as the process: no collection rescans them (plumbing/heap.py).
 freeze_start_up_heap()
 
@@ -33,5 +29,9 @@ freeze_start_up_heap()
 @sink.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Promotes due jobs in a loop (EventBridge starts one invocation a minute; overlaps are safe)."""
-    moved = container.fan_out.promote_until(container.promoter, deadline_ms(container.clock, context))
+    deadline = deadline_ms(container.clock, context)
+    # Refuses shard or bucket counts that would strand jobs; checked here, not at import, so a throttled
+    # DynamoDB delays the work instead of ending the cold start (Container.start_up).
+    container.start_up.ensure(deadline)
+    moved = container.fan_out.promote_until(container.promoter, deadline)
     return {"promoted": moved}

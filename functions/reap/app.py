@@ -7,20 +7,20 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hookline.adapters.metrics import PowertoolsMetrics
+from hookline.domain import constants
 from hookline.plumbing.heap import freeze_start_up_heap
 from hookline.plumbing.invocation import deadline_ms
 from hookline.plumbing.settings import Settings
-from hookline.plumbing.wiring import Container
+from hookline.plumbing.wiring import REAPER_DYNAMODB_CALL_MS, Container
 
 logger = Logger()
 tracer = Tracer()
 metrics = Metrics()
 sink = PowertoolsMetrics(metrics)
 container = Container(Settings.from_env(), metrics=sink)
-# Refuses to start with fewer shards than jobs were written with: those on the dropped shards would never run.
-container.check_shards()
-# Refuses to start with another job bucket count than the jobs table was written with: it would not find them.
-container.check_buckets()
+# The run stops taking work this long before the invocation ends: room for one DynamoDB call started just
+# before (bounded by the reaper's client, wiring.py) and for the handler's own return.
+RESERVE_MS = constants.INVOCATION_SAFETY_MARGIN_MS + REAPER_DYNAMODB_CALL_MS
 # The imports and the wiring live as long as the process: no collection rescans them (plumbing/heap.py).
 freeze_start_up_heap()
 
@@ -30,6 +30,10 @@ freeze_start_up_heap()
 @sink.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Runs one reaper pass over every shard, then rebuilds at once any shard whose Redis lost its state."""
-    report = container.reaper.watch(deadline_ms(container.clock, context))
+    deadline = deadline_ms(container.clock, context, RESERVE_MS)
+    # Refuses shard or bucket counts that would strand jobs; checked here, not at import, so a throttled
+    # DynamoDB delays the work instead of ending the cold start (Container.start_up).
+    container.start_up.ensure(deadline)
+    report = container.reaper.watch(deadline)
     logger.info("reaped", extra=asdict(report))
     return asdict(report)

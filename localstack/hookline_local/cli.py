@@ -8,15 +8,21 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 from hookline_local.deploy import DeployError
 from hookline_local.deployed import DeployedOptions, DeployedStack
 from hookline_local.services import ServiceError
 from hookline_local.sink import SINK_PATH
 from hookline_local.stack import DEV_TENANT, LocalStack, StackOptions
+
+# Once asked to stop, `hookline dev` exits within this long (stop_within); tests/e2e waits this plus slack.
+STOP_BUDGET_S = 10.0
+# How often the main thread wakes while it waits for a stop signal.
+SIGNAL_POLL_S = 0.5
 
 
 def add_dev_commands(commands: Any) -> None:
@@ -133,15 +139,59 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     text = banner(stack) if isinstance(stack, LocalStack) else deployed_banner(stack)
     print(text, file=console, flush=True)
-    stop.wait()
+    # The handler runs in this thread between waits: a bounded wait cannot sleep through a signal.
+    while not stop.wait(SIGNAL_POLL_S):
+        pass
     print("stopping ...", file=console, flush=True)
+    stop_within(stack, STOP_BUDGET_S, report)
+    return 0
+
+
+class Stoppable(Protocol):
+    """A running stack: stopped in order, or killed outright."""
+
+    def stop(self) -> None:
+        """Stops everything in order, waiting for each process."""
+        ...
+
+    def kill(self) -> None:
+        """SIGKILLs every process without waiting."""
+        ...
+
+
+def stop_within(
+    stack: Stoppable,
+    budget_s: float,
+    report: Callable[[str], None],
+    exit_process: Callable[[int], None] = os._exit,
+) -> None:
+    """Stops the stack and ends the process within budget_s, whatever the orderly stop does meanwhile.
+
+    Each step of stop() waits for a process with a timeout of its own, and on a loaded machine those add up;
+    past budget_s whatever still runs is SIGKILLed and the process exits. It exits with os._exit either
+    way: invocations cannot be cancelled (nor can Lambda's), and their threads end with the process
+    instead of holding its exit until their callbacks time out.
+    """
+
+    def overran() -> None:
+        stack.kill()
+        report(f"stopped (the orderly stop overran {budget_s:g} s: killed what was left)")
+        _flush_output()
+        exit_process(0)
+
+    watchdog = threading.Timer(budget_s, overran)
+    watchdog.daemon = True
+    watchdog.start()
     stack.stop()
-    print("stopped", file=console, flush=True)
+    watchdog.cancel()
+    report("stopped")
+    _flush_output()
+    exit_process(0)
+
+
+def _flush_output() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
-    # Invocations cannot be cancelled (nor can Lambda's); their threads end with the process instead of
-    # holding its exit until their callbacks time out.
-    os._exit(0)
 
 
 def banner(stack: LocalStack) -> str:

@@ -170,6 +170,12 @@ class DeployedStack:
         discard_scratch(self.emulator_log)
         self.env_file.unlink(missing_ok=True)
 
+    def kill(self) -> None:
+        """SIGKILLs every process the stack started (the emulator with its workers), without waiting."""
+        for child in self._children:
+            child.kill()
+        self.env_file.unlink(missing_ok=True)
+
 
 def ready_hook() -> Path:
     """Returns the ready.d hook that deploys the template: LocalStack runs it in its container."""

@@ -118,8 +118,14 @@ def build_event(
     stage: str,
     now_ms: int | None = None,
     request_id: str | None = None,
+    binary_media_types: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Returns the API Gateway REST proxy event (v1) for a request matched to resource."""
+    """Returns the API Gateway REST proxy event (v1) for a request matched to resource.
+
+    The body is passed as API Gateway passes it: base64-encoded (isBase64Encoded) when the request's
+    Content-Type matches one of the API's binary_media_types, else as text decoded from UTF-8 with every
+    invalid byte replaced by U+FFFD (the function cannot tell such text from what was sent).
+    """
     split = urlsplit(request.target)
     path = unquote(split.path)
     query = parse_qsl(split.query, keep_blank_values=True)
@@ -131,7 +137,7 @@ def build_event(
     multi_query: dict[str, list[str]] = {}
     for name, value in query:
         multi_query.setdefault(name, []).append(value)
-    body, is_base64 = _event_body(request.body)
+    body, is_base64 = _event_body(request.body, request.header("Content-Type"), binary_media_types)
     return {
         "resource": resource,
         "path": path,
@@ -177,14 +183,31 @@ def build_event(
     }
 
 
-def _event_body(body: bytes) -> tuple[str | None, bool]:
-    """Returns the event's body: text when it is UTF-8, else base64 (binary media types)."""
+def _event_body(
+    body: bytes, content_type: str | None, binary_media_types: Sequence[str]
+) -> tuple[str | None, bool]:
+    """Returns the event's body and isBase64Encoded, as API Gateway makes them (see build_event)."""
     if not body:
         return None, False
-    try:
-        return body.decode("utf-8"), False
-    except UnicodeDecodeError:
+    if is_binary_media_type(content_type, binary_media_types):
         return base64.b64encode(body).decode("ascii"), True
+    return body.decode("utf-8", errors="replace"), False
+
+
+def is_binary_media_type(content_type: str | None, binary_media_types: Sequence[str]) -> bool:
+    """Tells whether a request's Content-Type matches a binary media type ("*/*", "type/*" or exact).
+
+    A request without a Content-Type matches none: API Gateway passes its body as text.
+    """
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    if not media_type:
+        return False
+    for pattern in (p.strip().lower() for p in binary_media_types):
+        if pattern in {"*/*", media_type}:
+            return True
+        if pattern.endswith("/*") and media_type.split("/", 1)[0] == pattern[:-2]:
+            return True
+    return False
 
 
 def to_http_response(result: Any) -> HttpResponse:
@@ -217,7 +240,11 @@ class Gateway:
     """Routes requests to template routes (as proxy events) or to local routes (as plain requests)."""
 
     def __init__(
-        self, routes: Sequence[ApiRoute], stage: str, local_routes: Mapping[str, LocalRoute] | None = None
+        self,
+        routes: Sequence[ApiRoute],
+        stage: str,
+        local_routes: Mapping[str, LocalRoute] | None = None,
+        binary_media_types: Sequence[str] = (),
     ) -> None:
         """Keeps the routes, most specific first.
 
@@ -225,9 +252,11 @@ class Gateway:
             routes: The template's routes.
             stage: The stage name put in requestContext.
             local_routes: Path prefixes served in-process for every method (the request bin).
+            binary_media_types: The API's binary media types (template.binary_media_types).
         """
         self._routes = sorted(routes, key=lambda route: route.specificity)
         self._stage = stage
+        self._binary_media_types = list(binary_media_types)
         self._local = dict(local_routes or {})
 
     def handle(self, request: HttpRequest) -> HttpResponse:
@@ -239,7 +268,13 @@ class Gateway:
         for route in self._routes:
             match = route.pattern.match(path)
             if match is not None and route.method in {request.method, "ANY"}:
-                event = build_event(request, route.resource, match.groupdict(), self._stage)
+                event = build_event(
+                    request,
+                    route.resource,
+                    match.groupdict(),
+                    self._stage,
+                    binary_media_types=self._binary_media_types,
+                )
                 return self._invoke(route, event)
         # API Gateway answers an undeclared path or method this way, not with 404/405.
         return HttpResponse.json(

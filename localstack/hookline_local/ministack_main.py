@@ -1,5 +1,6 @@
-"""Runs ministack (`python -m ministack`) with one workaround for a defect of its DynamoDB: this file is
-what hookline_local.emulator starts, by path, with the emulator's own Python (.venv-emu).
+"""Runs ministack (`python -m ministack`) with workarounds for two of its defects (its DynamoDB's parsing,
+its API Gateway's binary media types): this file is what hookline_local.emulator starts, by path, with the
+emulator's own Python (.venv-emu).
 
 It imports only ministack and the standard library: .venv-emu has no Hookline packages.
 
@@ -18,6 +19,10 @@ error and its message stay ministack's own: an expression failing a check, one w
 check reads the values), and any error raised while evaluating an item. Results are unchanged; only the
 repeated parsing goes. (Remove this once ministack caches its parses; tests/e2e/test_emulator_patch.py
 checks the answers against the stock function.)
+
+The second: CloudFormation takes a REST API's BinaryMediaTypes with "/" escaped as "~1" ("*~1*" is "*/*"),
+and ministack matches request media types against the escaped text, so no body ever matches and every one
+reaches the function decoded as UTF-8 text. binary_media_types_unescaped() unescapes the patterns first.
 """
 
 from __future__ import annotations
@@ -75,15 +80,33 @@ def cached_condition_evaluator(dynamodb: Any) -> ConditionEvaluator:
     return evaluate_condition
 
 
+MediaTypeMatcher = Callable[[Any, Any], bool]
+
+
+def binary_media_types_unescaped(original: MediaTypeMatcher) -> MediaTypeMatcher:
+    """Returns a drop-in `_media_type_matches` for ministack's apigateway_v1 module that unescapes the API's
+    binary media types ("~1" is "/", "~0" is "~", as CloudFormation reads them) before matching."""
+
+    def media_type_matches(media_type: Any, binary_media_types: Any) -> bool:
+        patterns = [str(p).replace("~1", "/").replace("~0", "~") for p in binary_media_types or []]
+        return bool(original(media_type, patterns))
+
+    return media_type_matches
+
+
 def patch_ministack() -> None:
-    """Replaces ministack's DynamoDB condition evaluator with the caching one (idempotent)."""
+    """Applies both workarounds to ministack's modules (idempotent)."""
     # Imported here: ministack exists only in .venv-emu, and main() first clears sys.path.
-    from ministack.services import dynamodb  # type: ignore[import-not-found]  # noqa: PLC0415
+    from ministack.services import apigateway_v1, dynamodb  # type: ignore[import-not-found]  # noqa: PLC0415
 
     if not getattr(dynamodb._evaluate_condition, "hookline_cached", False):
         patched = cached_condition_evaluator(dynamodb)
         patched.hookline_cached = True  # type: ignore[attr-defined]
         dynamodb._evaluate_condition = patched
+    if not getattr(apigateway_v1._media_type_matches, "hookline_unescaped", False):
+        matcher = binary_media_types_unescaped(apigateway_v1._media_type_matches)
+        matcher.hookline_unescaped = True  # type: ignore[attr-defined]
+        apigateway_v1._media_type_matches = matcher
 
 
 def main() -> None:

@@ -212,6 +212,11 @@ class SandboxPool:
     def _processes(self) -> list[Any]:
         return list(self._pool._processes.values())  # the pool has no public way to list them
 
+    def kill(self) -> None:
+        """SIGKILLs every sandbox without waiting: a stop's last resort."""
+        for process in self._processes():
+            process.kill()
+
     def close(self) -> None:
         """Stops the sandboxes, abandoning invocations still running (as a deleted Lambda would)."""
         processes = self._processes()

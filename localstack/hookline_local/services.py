@@ -118,6 +118,14 @@ class ChildProcess:
                 self._process.kill()
                 self._process.wait(timeout=STOP_TIMEOUT_S)
 
+    def kill(self) -> None:
+        """SIGKILLs the process (its whole group with whole_group) without waiting: a stop's last resort."""
+        with contextlib.suppress(ProcessLookupError):
+            if self._whole_group:
+                os.killpg(self._process.pid, signal.SIGKILL)
+            else:
+                self._process.kill()
+
     def _stop_group(self) -> None:
         # The child leads its session, so its process group id is its pid, and the group outlives it
         # while any worker it started runs: signal the group, not the pid.

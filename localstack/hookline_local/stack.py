@@ -31,6 +31,7 @@ from hookline_local.scheduler import Scheduler, Timer
 from hookline_local.sink import SINK_PATH, RequestBin
 from hookline_local.template import (
     api_routes,
+    binary_media_types,
     create_tables,
     find_template,
     function_environment,
@@ -185,6 +186,7 @@ class LocalStack:
             [ApiRoute(route.method, route.path, pools[route.function_id].invoke) for route in routes],
             stage=str(template.get("Parameters", {}).get("Stage", {}).get("Default", "dev")),
             local_routes={SINK_PATH: sink.serve},
+            binary_media_types=binary_media_types(template),
         )
         self._started.gateway = GatewayServer(gateway, port=self.options.port)
         self._started.gateway.start()
@@ -224,6 +226,14 @@ class LocalStack:
             sys.stdout = self._console
             self._function_log.close()
             self._function_log = None
+
+    def kill(self) -> None:
+        """SIGKILLs every process the stack started, without waiting (when stop() overran its budget)."""
+        for pool in self._started.pools:
+            pool.kill()
+        for child in self._started.children:
+            child.kill()
+        self.env_file.unlink(missing_ok=True)
 
 
 def open_function_log(path: Path) -> TextIO:

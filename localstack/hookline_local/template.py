@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 TEMPLATE_FILE = "template.yaml"
 TEMPLATE_ENV = "HOOKLINE_TEMPLATE"
 FUNCTION_TYPE = "AWS::Serverless::Function"
+API_TYPE = "AWS::Serverless::Api"
 TABLE_TYPE = "AWS::DynamoDB::Table"
 # create_table accepts these keys of a CloudFormation table; the rest (PITR, SSE, TTL) is either set
 # by another call or irrelevant to a local table.
@@ -184,6 +185,15 @@ def api_routes(template: Mapping[str, Any]) -> list[Route]:
                 )
             )
     return routes
+
+
+def binary_media_types(template: Mapping[str, Any]) -> list[str]:
+    """Returns the REST API's binary media types, unescaped ("*~1*" in the template is "*/*")."""
+    found: list[str] = []
+    for resource in _resources(template, API_TYPE).values():
+        for pattern in resource.get("Properties", {}).get("BinaryMediaTypes", []):
+            found.append(str(pattern).replace("~1", "/").replace("~0", "~"))
+    return found
 
 
 def parse_rate_s(expression: str) -> int:

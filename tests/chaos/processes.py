@@ -7,6 +7,7 @@ each one explicitly in teardown as well. A child is only ever signalled by the p
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -255,6 +256,34 @@ class CuttableProxy:
         end = time.monotonic() + 5
         while time.monotonic() < end and not http_answers(f"{self.url}/moto-api/"):
             time.sleep(0.02)
+
+    def close(self) -> None:
+        """Kills the proxy."""
+        self.child.kill()
+
+
+class ThrottlingProxy:
+    """An HTTP proxy process in front of moto (tests.chaos.throttle_proxy) that throttles a fraction of the
+    DynamoDB requests, as DynamoDB refuses requests over a table's throughput."""
+
+    def __init__(self, listen_port: int, target_port: int, log_path: Path) -> None:
+        self.url = f"http://127.0.0.1:{listen_port}"
+        command = [
+            sys.executable, "-m", "tests.chaos.throttle_proxy",
+            "--listen-port", str(listen_port),
+            "--target-port", str(target_port),
+        ]  # fmt: skip
+        self.child = Child("throttle-proxy", command, log_path)
+        wait_ready(self.child, lambda: http_answers(f"{self.url}/moto-api/"), f"proxy on port {listen_port}")
+
+    def throttle(self, fraction: float) -> dict[str, float]:
+        """Throttles this fraction of DynamoDB requests from now on (0: none, 1: all); returns the counts."""
+        request = urllib.request.Request(
+            f"{self.url}/__chaos/throttle", data=str(fraction).encode(), method="PUT"
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            counts: dict[str, float] = json.loads(response.read())
+        return counts
 
     def close(self) -> None:
         """Kills the proxy."""

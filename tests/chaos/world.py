@@ -34,7 +34,7 @@ from hookline.plumbing.wiring import Container
 from hookline.usecases.auth import mint_key
 from hookline_local.template import create_tables, load_template, table_names
 from tests.chaos.fleet import EXECUTE, PROMOTE, REAP, Fleet, template_rate_s
-from tests.chaos.processes import REPO, CuttableProxy, MotoServer, RedisServer
+from tests.chaos.processes import REPO, CuttableProxy, MotoServer, RedisServer, ThrottlingProxy
 from tests.chaos.receivers import Behaviour, ChaosReceiver, now_ms
 from tests.chaos.summary import RECOVERY_TARGET_S, RESULTS_DIR
 from tests.support.apigw import ApiClient, ApiResponse
@@ -79,6 +79,7 @@ class Options:
         executors: Execute slots (processes) to run.
         reap_rate_s: The reaper's schedule; None keeps template.yaml's (once a minute).
         aws_proxy: Puts a cuttable proxy between every client and moto.
+        aws_throttle: Puts a throttling proxy (tests.chaos.throttle_proxy) between every client and moto.
         settings_env: HOOKLINE_* variables for every process, over the production defaults.
         behaviours: The receiver behaviours the scenario's jobs use.
     """
@@ -86,6 +87,7 @@ class Options:
     executors: int = 2
     reap_rate_s: float | None = None
     aws_proxy: bool = False
+    aws_throttle: bool = False
     settings_env: dict[str, str] = field(default_factory=dict)
     behaviours: list[Behaviour] = field(default_factory=list)
 
@@ -141,6 +143,13 @@ class World:
             )
             self._closers.append(self.proxy.close)
             endpoint = self.proxy.url
+        self.throttler: ThrottlingProxy | None = None
+        if options.aws_throttle:
+            self.throttler = ThrottlingProxy(
+                free_port(), int(moto.url.rsplit(":", 1)[1]), self.log_dir / "throttle-proxy.log"
+            )
+            self._closers.append(self.throttler.close)
+            endpoint = self.throttler.url
         suffix = uuid.uuid4().hex[:8]
         self.env = {
             **os.environ,

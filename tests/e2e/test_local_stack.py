@@ -147,3 +147,15 @@ def test_given_hand_wired_stack_when_signalled_then_it_exits_cleanly_and_every_p
 
         # A terminal's Ctrl-C signals the whole foreground process group, not only `hookline dev`.
         assert_stops_cleanly(stack, signum, group)
+
+
+def test_given_invalid_utf8_inside_a_json_string_when_submitted_then_400_invalid_encoding(
+    api: httpx.Client,
+) -> None:
+    # Through the stack's API Gateway (the emulator's, or the hand-wired one), as template.yaml configures it.
+    raw = b'{"url": "http://127.0.0.1:9/hook", "body": {"name": "caf\xc3\x28"}}'
+
+    response = api.post("/v1/jobs", content=raw, headers={"Content-Type": "application/json"})
+
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "invalid_encoding"

@@ -20,9 +20,11 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 # Imported after the environment above is set.
 from functions.submit.app import NO_METRICS_WARNING, handler
 from hookline_local.gateway import HttpRequest, build_event
+from hookline_local.template import binary_media_types, load_template
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 STAGE = "v1"
+BINARY_MEDIA_TYPES = binary_media_types(load_template())
 
 
 @dataclass(frozen=True)
@@ -50,17 +52,25 @@ def proxy_event(
     """Returns the proxy event API Gateway (REST) sends for one request, built as the local stack's
     gateway builds it (the resource is the path itself: no template route matching here).
 
-    raw_body is put in as a gateway puts bytes in (base64 when not UTF-8); body goes in as given.
+    json_body and raw_body are put in as API Gateway, configured as template.yaml's API, puts a body in
+    (base64-encoded for every media type the API declares binary); body goes in as given.
     """
     all_headers = dict(headers or {})
     if json_body is not None:
-        body = json.dumps(json_body)
+        raw_body = json.dumps(json_body).encode()
         all_headers.setdefault("Content-Type", "application/json")
     if api_key is not None:
         all_headers["Authorization"] = f"Bearer {api_key}"
     target = quote(path, safe="/") + (f"?{urlencode(dict(query))}" if query else "")
     request = HttpRequest(method.upper(), target, list(all_headers.items()), raw_body or b"")
-    event = build_event(request, path, {}, STAGE, request_id=request_id or uuid.uuid4().hex)
+    event = build_event(
+        request,
+        path,
+        {},
+        STAGE,
+        request_id=request_id or uuid.uuid4().hex,
+        binary_media_types=BINARY_MEDIA_TYPES,
+    )
     if raw_body is None:
         # The body goes in as given, even text no HTTP request could carry (the gate's own checks see it).
         event["body"], event["isBase64Encoded"] = body, False
@@ -138,7 +148,7 @@ def wsgi_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Ite
     query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
     # WSGI hands the path over as latin-1 text of the raw bytes; API Gateway decodes it as UTF-8.
     path = (environ.get("PATH_INFO") or "/").encode("latin-1").decode("utf-8", errors="replace")
-    # The body's bytes as sent: one that is not UTF-8 arrives base64-encoded, as through API Gateway.
+    # The body's bytes as sent, passed on as API Gateway passes them.
     event = proxy_event(environ["REQUEST_METHOD"], path, headers=headers, query=query or None, raw_body=raw)
     response = invoke(event)
     reason = "OK" if response.status < 400 else "Error"

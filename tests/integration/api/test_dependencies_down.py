@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -10,6 +12,7 @@ import pytest
 from botocore.config import Config
 
 from hookline.api import context
+from hookline.domain.clock import FrozenClock, SystemClock
 from hookline.domain.models import JobRequest, JobStatus
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
@@ -44,6 +47,61 @@ def dynamodb_down(settings: Settings) -> Iterator[Container]:
     context.use(built)
     yield built
     built.close()
+
+
+class RefusingRedis:
+    """A loopback port that accepts each connection and closes it at once, counting them: Redis down, with
+    every connection attempt of the client visible."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"redis://127.0.0.1:{self._listener.getsockname()[1]}/0"
+        self.attempts = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            self.attempts += 1
+            connection.close()
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+@pytest.fixture
+def refusing_redis(settings: Settings) -> Iterator[tuple[Container, RefusingRedis]]:
+    """Yields a container whose Redis refuses every connection (counted) and whose clock stands still."""
+    refusing = RefusingRedis()
+    built = Container(replace(settings, redis_url=refusing.url), clock=FrozenClock(SystemClock().now_ms()))
+    context.use(built)
+    yield built, refusing
+    built.close()
+    refusing.close()
+
+
+def test_given_redis_known_down_when_submitting_then_no_redis_attempt_and_each_job_is_noted_at_once(
+    refusing_redis: tuple[Container, RefusingRedis],
+) -> None:
+    container, refusing = refusing_redis
+    client = ApiClient(make_key(container))
+
+    first = client.post("/v1/jobs", {"url": HOOK, "delay_s": 60})
+    attempts_for_the_first = refusing.attempts
+    later = [client.post("/v1/jobs", {"url": HOOK, "delay_s": 60}) for _ in range(4)]
+
+    assert [r.status for r in (first, *later)] == [201] * 5
+    # The first submit's rate limit check found Redis down after the client's retries; the limiter, the
+    # indexing and the counts of the next four did not try Redis at all (the clock stands still: no probe).
+    assert attempts_for_the_first >= 1
+    assert refusing.attempts == attempts_for_the_first
+    noted = {
+        job.member.job_id for note in container.unindexed.unindexed(container.shards) for job in note.jobs
+    }
+    assert noted == {r.json()["id"] for r in (first, *later)}
 
 
 def dead_job_id(container: Container) -> str:

@@ -71,3 +71,21 @@ def test_given_http_client_when_using_the_api_then_submit_get_list_cancel_and_er
     assert anonymous[1]["x-request-id"]
     assert (health[0], health[2]["status"]) == (200, "ok")
     assert api.container.jobs.get(TENANT, job_id).status.value == "cancelled"
+
+
+def test_given_invalid_utf8_inside_a_json_string_when_posted_over_http_then_400_and_nothing_stored(
+    api: Api, base_url: str
+) -> None:
+    # 0xc3 opens a two-byte UTF-8 sequence that 0x28 cannot continue. Decoded as text by the gateway, it
+    # would arrive as U+FFFD and be stored as a payload the client never sent.
+    raw = b'{"url": "http://127.0.0.1:9/hook", "body": {"name": "caf\xc3\x28"}}'
+    request = urllib.request.Request(f"{base_url}/v1/jobs", data=raw, method="POST")
+    request.add_header("Content-Type", "application/json")
+    request.add_header("Authorization", f"Bearer {api.acme.api_key}")
+
+    with pytest.raises(urllib.error.HTTPError) as refused, urllib.request.urlopen(request, timeout=10):
+        pass
+
+    with refused.value as error:
+        assert (error.code, json.loads(error.read())["error"]["code"]) == (400, "invalid_encoding")
+    assert api.container.manager.list_jobs(TENANT, None, None, 10).jobs == []

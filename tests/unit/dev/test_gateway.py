@@ -19,9 +19,11 @@ from hookline_local.gateway import (
     HttpResponse,
     build_event,
     compile_resource,
+    is_binary_media_type,
     to_http_response,
 )
 from hookline_local.runtime import LocalContext
+from hookline_local.template import binary_media_types, load_template
 
 # The keys of the proxy event API Gateway sends to a Lambda proxy integration (REST API, payload 1.0),
 # as in the AWS documentation's example event and `sam local start-api`.
@@ -110,11 +112,46 @@ def test_given_no_query_body_or_parameters_when_building_event_then_those_keys_a
     assert event["isBase64Encoded"] is False
 
 
-def test_given_binary_body_when_building_event_then_it_is_base64_encoded() -> None:
-    event = build_event(_request(body=b"\xff\x00\xfe"), "/x", {}, "dev")
+INVALID_UTF8_JSON = b'{"s": "\xc3\x28"}'  # 0xc3 opens a two-byte sequence; 0x28 cannot continue it
+
+
+def _json_request(body: bytes, content_type: str | None = "application/json") -> HttpRequest:
+    headers = [] if content_type is None else [("Content-Type", content_type)]
+    return _request(headers=headers, body=body)
+
+
+@pytest.mark.parametrize("binary", [["*/*"], ["application/*"], ["application/json"]])
+def test_given_a_binary_media_type_matching_the_body_when_building_event_then_its_bytes_pass_in_base64(
+    binary: list[str],
+) -> None:
+    event = build_event(_json_request(INVALID_UTF8_JSON), "/x", {}, "dev", binary_media_types=binary)
 
     assert event["isBase64Encoded"] is True
-    assert base64.b64decode(event["body"]) == b"\xff\x00\xfe"
+    assert base64.b64decode(event["body"]) == INVALID_UTF8_JSON
+
+
+@pytest.mark.parametrize(
+    ("binary", "content_type"),
+    [([], "application/json"), (["image/png"], "application/json"), (["*/*"], None)],
+    ids=["none declared", "another type", "no content type"],
+)
+def test_given_no_binary_media_type_matching_when_building_event_then_text_with_invalid_bytes_replaced(
+    binary: list[str], content_type: str | None
+) -> None:
+    event = build_event(
+        _json_request(INVALID_UTF8_JSON, content_type), "/x", {}, "dev", binary_media_types=binary
+    )
+
+    # As API Gateway does: the function gets text, the bad byte already replaced by U+FFFD.
+    assert event["isBase64Encoded"] is False
+    assert event["body"] == '{"s": "\ufffd("}'
+
+
+def test_given_the_template_when_its_binary_media_types_are_read_then_every_body_passes_as_bytes() -> None:
+    declared = binary_media_types(load_template())
+
+    assert declared == ["*/*"]
+    assert is_binary_media_type("application/json; charset=utf-8", declared)
 
 
 def test_given_event_when_powertools_parses_it_then_it_reads_what_the_client_sent() -> None:

@@ -149,18 +149,26 @@ def _bearer(headers: Mapping[str, str]) -> str | None:
 
 
 def _check_rate(found: Principal) -> None:
-    """Admits one request for the key or raises RateLimited; fails open when Redis is unreachable."""
+    """Admits one request for the key or raises RateLimited; fails open when Redis is unreachable, at once
+    while the container's Redis circuit says it is down (usecases/circuit.py)."""
     current = container()
     limit = found.rate_limit_per_s or current.settings.api_rate_limit_per_s
     now_ms = current.clock.now_ms()
+    circuit = current.redis_circuit
+    # Fail open: every route's state lives in DynamoDB, which throttles on its own; refusing all traffic
+    # because the limiter is down would turn a Redis outage into an API outage.
+    if not circuit.allows():
+        current.metrics.count("ApiRateLimiterUnavailable")
+        return
     try:
         verdict = current.index.admit_api_call(found.key_id, now_ms, limit, RATE_WINDOW_MS, uuid.uuid4().hex)
-    except (redis.RedisError, IndexUnavailable):
-        # Fail open: every route's state lives in DynamoDB, which throttles on its own; refusing all
-        # traffic because the limiter is down would turn a Redis outage into an API outage.
+    except (redis.RedisError, IndexUnavailable) as error:
+        if isinstance(error, IndexUnavailable):
+            circuit.failed()
         logger.warning("API rate limiter unavailable; admitting the request", exc_info=True)
         current.metrics.count("ApiRateLimiterUnavailable")
         return
+    circuit.succeeded()
     if not verdict.admitted:
         retry_after_s = max(1, math.ceil((verdict.retry_at_ms - now_ms) / 1000))
         raise RateLimited(f"over {limit} requests per second for this key", retry_after_s)

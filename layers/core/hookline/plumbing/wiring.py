@@ -33,6 +33,7 @@ from hookline.domain.errors import IndexUnavailable
 from hookline.plumbing.settings import Settings
 from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics
 from hookline.usecases.auth import Authenticator
+from hookline.usecases.circuit import Circuit, CircuitStats
 from hookline.usecases.cron import CronRunner, ScheduleReconciler
 from hookline.usecases.execute import Executor
 from hookline.usecases.manage import JobManager
@@ -41,7 +42,7 @@ from hookline.usecases.reap import Reaper
 from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.scale import ExecutorScaler, FanOutPolicy, NoLauncher
 from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
-from hookline.usecases.shards import check_bucket_count, check_shard_count
+from hookline.usecases.shards import StartUpChecks, check_bucket_count, check_shard_count
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline.usecases.submit import JobSubmitter
 
@@ -56,29 +57,61 @@ DYNAMODB_READ_TIMEOUT_S = 5.0
 DYNAMODB_MAX_ATTEMPTS = 3
 
 
-def dynamodb_client(settings: Settings, max_connections: int = 50) -> Any:
+# The reaper's DynamoDB calls are bounded tighter: it holds nothing a failed call would lose (each step is
+# redone at the next check), and its function reserves one call's worst case (REAPER_DYNAMODB_CALL_MS) at
+# the end of its run, so that no call started before its deadline outlasts the invocation. Standard-mode
+# retries wait at most 2 s between attempts (jittered, doubling from 1 s).
+REAPER_DYNAMODB_CONNECT_TIMEOUT_S = 1.0
+REAPER_DYNAMODB_READ_TIMEOUT_S = 2.0
+REAPER_DYNAMODB_MAX_ATTEMPTS = 2
+REAPER_DYNAMODB_CALL_MS = int(
+    1000
+    * (
+        REAPER_DYNAMODB_MAX_ATTEMPTS * (REAPER_DYNAMODB_CONNECT_TIMEOUT_S + REAPER_DYNAMODB_READ_TIMEOUT_S)
+        + (REAPER_DYNAMODB_MAX_ATTEMPTS - 1) * 2.0
+    )
+)
+
+
+@dataclass(frozen=True)
+class DynamoBounds:
+    """How long one DynamoDB call may take: connect and read timeouts, attempts."""
+
+    connect_timeout_s: float = DYNAMODB_CONNECT_TIMEOUT_S
+    read_timeout_s: float = DYNAMODB_READ_TIMEOUT_S
+    max_attempts: int = DYNAMODB_MAX_ATTEMPTS
+
+
+REAPER_DYNAMODB_BOUNDS = DynamoBounds(
+    REAPER_DYNAMODB_CONNECT_TIMEOUT_S, REAPER_DYNAMODB_READ_TIMEOUT_S, REAPER_DYNAMODB_MAX_ATTEMPTS
+)
+
+
+def dynamodb_client(settings: Settings, max_connections: int = 50, bounds: DynamoBounds | None = None) -> Any:
     """Returns a DynamoDB client for the configured endpoint (moto or LocalStack locally, AWS otherwise)."""
+    bounds = bounds or DynamoBounds()
     return boto3.client(
         "dynamodb",
         endpoint_url=settings.aws_endpoint_url,
         region_name=settings.aws_region,
         config=Config(
             max_pool_connections=max_connections,
-            connect_timeout=DYNAMODB_CONNECT_TIMEOUT_S,
-            read_timeout=DYNAMODB_READ_TIMEOUT_S,
-            retries={"mode": "standard", "total_max_attempts": DYNAMODB_MAX_ATTEMPTS},
+            connect_timeout=bounds.connect_timeout_s,
+            read_timeout=bounds.read_timeout_s,
+            retries={"mode": "standard", "total_max_attempts": bounds.max_attempts},
         ),
     )
 
 
-def lean_client(client: Any) -> LeanDynamoClient:
+def lean_client(client: Any, bounds: DynamoBounds | None = None) -> LeanDynamoClient:
     """Returns the lean client (adapters/dynamo/lean.py) over a boto3 DynamoDB client, same timeouts."""
+    bounds = bounds or DynamoBounds()
     return LeanDynamoClient(
         client,
         boto3.session.Session().get_credentials(),
-        connect_timeout_s=DYNAMODB_CONNECT_TIMEOUT_S,
-        read_timeout_s=DYNAMODB_READ_TIMEOUT_S,
-        max_attempts=DYNAMODB_MAX_ATTEMPTS,
+        connect_timeout_s=bounds.connect_timeout_s,
+        read_timeout_s=bounds.read_timeout_s,
+        max_attempts=bounds.max_attempts,
     )
 
 
@@ -158,11 +191,19 @@ class Container:
     def check_shards(self) -> int:
         """Records the deployment's shard count; raises ShardCountLowered when jobs were written with more.
 
-        The promote, execute and reap functions call it at their cold start, so an engine deployed with
-        fewer shards fails to start with the reason, instead of silently never running the jobs on the
-        shards it dropped.
+        The promote, execute and reap functions run it before any work (start_up), so an engine deployed
+        with fewer shards fails with the reason, instead of silently never running the jobs on the shards
+        it dropped.
         """
         return check_shard_count(self.keys, self.settings.shards, self.clock)
+
+    @cached_property
+    def start_up(self) -> StartUpChecks:
+        """The engine functions' deployment checks (shard and bucket counts), run in their first invocation.
+
+        Not at import: a throttled or unreachable DynamoDB must not end a cold start (StartUpChecks).
+        """
+        return StartUpChecks([self.check_shards, self.check_buckets], self.clock, self.metrics)
 
     def check_buckets(self) -> Keyspace:
         """Checks the jobs table's bucket count now (see keyspace); raises JobBucketsChanged."""
@@ -233,6 +274,11 @@ class Container:
         return DynamoUnindexedLog(self.dynamodb, self.settings.api_keys_table)
 
     @cached_property
+    def redis_circuit(self) -> Circuit:
+        """Whether the Redis steps that have a fallback ask Redis now (API rate limit, indexing, counts)."""
+        return Circuit(self.clock, self.metrics)
+
+    @cached_property
     def submitter(self) -> JobSubmitter:
         """The submit use case."""
         allow_loopback = self.settings.allow_loopback
@@ -243,15 +289,22 @@ class Container:
             lambda url: check_url(url, allow_loopback),
             self.settings.shards,
             self.metrics,
-            stats=self.stats,
+            stats=CircuitStats(self.stats, self.redis_circuit),
             unindexed=self.unindexed,
+            circuit=self.redis_circuit,
         )
 
     @cached_property
     def manager(self) -> JobManager:
         """The job administration use cases (read, list, cancel, replay)."""
         return JobManager(
-            self.jobs, self.index, self.clock, self.metrics, stats=self.stats, unindexed=self.unindexed
+            self.jobs,
+            self.index,
+            self.clock,
+            self.metrics,
+            stats=CircuitStats(self.stats, self.redis_circuit),
+            unindexed=self.unindexed,
+            circuit=self.redis_circuit,
         )
 
     @cached_property
@@ -332,10 +385,22 @@ class Container:
         )
 
     @cached_property
+    def reaper_dynamodb(self) -> Any:
+        """The reaper's DynamoDB client: each call bounded by REAPER_DYNAMODB_BOUNDS."""
+        return dynamodb_client(self.settings, max_connections=4, bounds=REAPER_DYNAMODB_BOUNDS)
+
+    @cached_property
     def reaper(self) -> Reaper:
-        """The reap use case."""
+        """The reap use case, its stores on the reaper's DynamoDB client."""
+        jobs = DynamoJobStore(
+            lean_client(self.reaper_dynamodb, REAPER_DYNAMODB_BOUNDS),
+            self.settings.jobs_table,
+            self.settings.executions_table,
+            lease_ms=self.settings.lease_ms,
+            keyspace=self.keyspace,
+        )
         return Reaper(
-            self.jobs,
+            jobs,
             self.index,
             self.index,
             self.clock,
@@ -344,14 +409,18 @@ class Container:
             redeliver_after_ms=self.settings.redeliver_after_ms,
             max_deliveries=self.settings.max_deliveries,
             jobs=JobReconciler(
-                self.jobs,
+                jobs,
                 self.index,
                 self.index,
                 self.clock,
                 longest_lease_ms=constants.LONGEST_ATTEMPT_MS,
-                unindexed=self.unindexed,
+                unindexed=DynamoUnindexedLog(self.reaper_dynamodb, self.settings.api_keys_table),
             ),
-            schedules=ScheduleReconciler(self.schedule_store, self.index, self.clock),
+            schedules=ScheduleReconciler(
+                DynamoScheduleStore(self.reaper_dynamodb, self.settings.jobs_table, self.keyspace),
+                self.index,
+                self.clock,
+            ),
             stats=self.stats,
         )
 
@@ -391,5 +460,7 @@ class Container:
             self.lean_dynamodb.close()
         if "dynamodb" in opened:
             self.dynamodb.close()
+        if "reaper_dynamodb" in opened:
+            self.reaper_dynamodb.close()
         if "callbacks" in opened:
             self.callbacks.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from hookline.domain.errors import Conflict, HooklineError, StaleState
+from hookline.domain.errors import Conflict, HooklineError, IndexUnavailable, StaleState
 from hookline.domain.models import Execution, Job, JobStatus
 from hookline.domain.stats import Outcome
 from hookline.ports import (
@@ -17,6 +17,7 @@ from hookline.ports import (
     StatsRecorder,
     UnindexedLog,
 )
+from hookline.usecases.circuit import Circuit
 from hookline.usecases.indexing import index_or_note
 
 logger = logging.getLogger(__name__)
@@ -62,10 +63,12 @@ class JobManager:
         replay_batch: int = MAX_REPLAY_BATCH,
         stats: StatsRecorder | None = None,
         unindexed: UnindexedLog | None = None,
+        circuit: Circuit | None = None,
     ) -> None:
         self._store = store
         self._index = index
         self._unindexed = unindexed
+        self._circuit = circuit
         self._clock = clock
         self._metrics = metrics
         self._replay_batch = replay_batch
@@ -98,11 +101,18 @@ class JobManager:
             before = self._store.cancel(tenant, job_id, now_ms)
         except StaleState as error:
             raise Conflict(str(error)) from error
-        try:
-            self._index.unindex(before.member(), before.shard)
-        except Exception:
-            # Harmless: the promoter still moves the member, and the executor's claim drops it as stale.
-            logger.exception("could not unindex a cancelled job", extra={"job_id": job_id})
+        # Unindexing is a courtesy: the promoter still moves the member, and the executor's claim drops it
+        # as stale. So it is skipped while Redis is known down.
+        if self._circuit is None or self._circuit.allows():
+            try:
+                self._index.unindex(before.member(), before.shard)
+            except Exception as error:
+                if self._circuit is not None and isinstance(error, IndexUnavailable):
+                    self._circuit.failed()
+                logger.exception("could not unindex a cancelled job", extra={"job_id": job_id})
+            else:
+                if self._circuit is not None:
+                    self._circuit.succeeded()
         self._metrics.count("Cancelled")
         self._stats.record(tenant, Outcome.CANCELLED, now_ms)
         return before.with_changes(status=JobStatus.CANCELLED, updated_ms=now_ms)
@@ -117,7 +127,7 @@ class JobManager:
         except StaleState as error:
             raise Conflict(str(error)) from error
         # DynamoDB holds the job as live: if Redis fails, the reaper indexes it once Redis answers.
-        index_or_note(self._index, self._unindexed, self._metrics, job, now_ms)
+        index_or_note(self._index, self._unindexed, self._metrics, job, now_ms, circuit=self._circuit)
         self._metrics.count("Replayed")
         self._stats.record(tenant, Outcome.REPLAYED, now_ms, job_id)
         return job

@@ -21,6 +21,8 @@ logger = logging.getLogger(__name__)
 CONSUMER_IDLE_MS = 3_600_000
 # Between passes, how often watch() asks whether Redis lost its state.
 WATCH_INTERVAL_MS = 1_000
+# After a step's DynamoDB call failed (throttled, timed out, unreachable), how long before it is tried again.
+STORE_RETRY_MS = 500
 
 
 @dataclass
@@ -153,6 +155,8 @@ class Reaper:
 
     def _repair_unindexed(self, deadline_ms: int, report: ReapReport) -> None:
         """Indexes the jobs noted while Redis failed their writers; a DynamoDB error waits a check."""
+        if self._clock.now_ms() >= deadline_ms:
+            return  # its first call reads DynamoDB: none starts past the deadline
         try:
             report.reindexed += self._jobs.repair_unindexed(self._shards, deadline_ms)
         except IndexUnavailable:
@@ -203,13 +207,30 @@ class Reaper:
     def _visit(
         self, shard: int, until_ms: int, outage: Outage, report: ReapReport, step: Callable[[int, int], bool]
     ) -> bool:
-        """Runs step on a shard until it is done or until_ms, backing off from Redis blips; True when done."""
+        """Runs step on a shard until it is done or until_ms, backing off from Redis blips and DynamoDB
+        failures; True when done.
+
+        A DynamoDB failure (throttled, timed out, unreachable) does not end the run either: the step is
+        tried again from where it stood after STORE_RETRY_MS, within the shard's share, as after a Redis
+        blip. Each call is bounded by the store client's timeouts, which the caller's deadline leaves room
+        for (functions/reap/app.py reserves one call's worst case), so no step outlasts the invocation.
+        """
         while True:
             try:
                 done = step(shard, until_ms)
             except IndexUnavailable as error:
                 report.reconcile_complete[shard] = False
                 self._sleep(outage.failed(error, until_ms))
+                if self._clock.now_ms() >= until_ms:
+                    return False
+                continue
+            except Exception as error:
+                report.reconcile_complete[shard] = False
+                logger.warning(
+                    "a reaper step failed; trying it again", extra={"shard": shard, "error": repr(error)}
+                )
+                self._metrics.count("ReapStepFailed")
+                self._sleep(max(0, min(STORE_RETRY_MS, until_ms - self._clock.now_ms())) / 1000)
                 if self._clock.now_ms() >= until_ms:
                     return False
                 continue

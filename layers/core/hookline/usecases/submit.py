@@ -22,6 +22,7 @@ from hookline.ports import (
     UnindexedLog,
     UrlChecker,
 )
+from hookline.usecases.circuit import Circuit
 from hookline.usecases.indexing import index_many_or_note, index_or_note
 from hookline.usecases.stats_buffer import StatsBuffer
 
@@ -74,10 +75,12 @@ class JobSubmitter:
         metrics: MetricsSink,
         stats: StatsRecorder | None = None,
         unindexed: UnindexedLog | None = None,
+        circuit: Circuit | None = None,
     ) -> None:
         self._store = store
         self._index = index
         self._unindexed = unindexed
+        self._circuit = circuit
         self._clock = clock
         self._check_url = check_url
         self._shards = shards
@@ -166,7 +169,9 @@ class JobSubmitter:
         The job was created by this call (a repeat of an idempotent submit, or an instance another fire
         created, is not indexed again), so nothing has indexed its member yet: new_member.
         """
-        index_or_note(self._index, self._unindexed, self._metrics, job, now_ms, new_member=True)
+        index_or_note(
+            self._index, self._unindexed, self._metrics, job, now_ms, new_member=True, circuit=self._circuit
+        )
 
     def accept_instance(self, job: Job, now_ms: int) -> None:
         """Indexes a schedule's occurrence this caller has just created (see index()) and counts it as
@@ -178,7 +183,9 @@ class JobSubmitter:
     def index_all(self, jobs: Sequence[Job]) -> None:
         """Indexes jobs this caller has just created, together (see index()); never raises."""
         now_ms = self._clock.now_ms()
-        index_many_or_note(self._index, self._unindexed, self._metrics, jobs, now_ms, new_member=True)
+        index_many_or_note(
+            self._index, self._unindexed, self._metrics, jobs, now_ms, new_member=True, circuit=self._circuit
+        )
 
 
 # A batch indexes its stored jobs together once this many wait, or the first has waited this long (the
