@@ -12,10 +12,10 @@ EMU_STAMP := $(EMU_VENV)/.installed
 
 all: test
 
-$(STAMP): pyproject.toml localstack/pyproject.toml
+$(STAMP): pyproject.toml client/pyproject.toml localstack/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]' -e ./localstack
+	$(BIN)/pip install --quiet -e './client[cli]' -e '.[dev]' -e ./localstack
 	touch $(STAMP)
 
 $(EMU_STAMP): localstack/emulator-requirements.txt
@@ -82,10 +82,10 @@ sam-check: $(SAM)  ## sam validate --lint and sam build (no Docker needed); not 
 BENCH_VENV := .venv-bench
 BENCH_ARQ_VENV := .venv-bench-arq
 
-$(BENCH_VENV)/.installed: pyproject.toml localstack/pyproject.toml bench/requirements.txt
+$(BENCH_VENV)/.installed: pyproject.toml client/pyproject.toml localstack/pyproject.toml bench/requirements.txt
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/pip install --quiet -e . -e ./localstack -r bench/requirements.txt
+	$(BENCH_VENV)/bin/pip install --quiet -e './client[cli]' -e . -e ./localstack -r bench/requirements.txt
 	touch $@
 
 $(BENCH_ARQ_VENV)/.installed: bench/requirements-arq.txt

@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import Flask, Response, request
 
-import hookline
+import hookline_client as hookline
 
 
 def create_app(secrets: list[str]) -> Flask:

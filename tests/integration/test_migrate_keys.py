@@ -17,7 +17,6 @@ from hookline.adapters.dynamo import codec, tables
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.migrate import KeyMigration
 from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
-from hookline.cli import main
 from hookline.cli.migrate import migrate_keys
 from hookline.domain.cron.schedule import CatchUp, Schedule
 from hookline.domain.errors import JobBucketsChanged, NotFound
@@ -25,6 +24,7 @@ from hookline.domain.ids import new_id
 from hookline.domain.models import FlowControl, Job, JobStatus
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
+from hookline_client.cli import main
 
 pytestmark = pytest.mark.integration
 

@@ -8,8 +8,8 @@ import time
 import httpx
 import pytest
 
-from hookline.client import Forbidden, RetryPolicy, ServerError, calls
-from hookline.client.calls import api_error, retry_after_s
+from hookline_client import Forbidden, RetryPolicy, ServerError, calls
+from hookline_client.calls import api_error, retry_after_s
 
 
 def response(status: int, headers: dict[str, str] | None = None, body: bytes = b"{}") -> httpx.Response:

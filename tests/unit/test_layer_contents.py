@@ -11,7 +11,7 @@ from hookline_local.template import find_template
 REPO = find_template().parent
 
 
-def test_given_the_layer_build_when_run_then_cli_and_client_are_left_out_and_the_dashboard_kept(
+def test_given_the_layer_build_when_run_then_the_commands_are_left_out_and_the_models_and_dashboard_kept(
     tmp_path: Path,
 ) -> None:
     # PYTHON=true skips the pip step (it fetches Lambda wheels); the copy and the pruning run as in sam build.
@@ -22,13 +22,14 @@ def test_given_the_layer_build_when_run_then_cli_and_client_are_left_out_and_the
     )  # fmt: skip
     package = tmp_path / "python" / "hookline"
     probe = (
-        "import os, hookline, hookline.api.dashboard, hookline.api.dashboard_page;"
+        "import os, hookline, hookline.api.dashboard, hookline.api.dashboard_page, hookline.api.jobs;"
+        "import hookline_client.schemas as s;"
         "assert hookline.__file__.startswith(os.getcwd()), hookline.__file__;"
-        "assert hookline.verify and hookline.api.dashboard_page.page()[0].startswith('<!doctype html>');"
-        "import importlib.util as u; assert u.find_spec('hookline.client') is None"
+        "assert s.__file__.startswith(os.getcwd()), s.__file__;"
+        "assert hookline.api.dashboard_page.page()[0].startswith('<!doctype html>')"
     )
 
-    assert not (package / "cli").exists() and not (package / "client").exists()
+    assert not (package / "cli").exists() and not (tmp_path / "python" / "hookline_client" / "cli").exists()
     assert not list(package.rglob("hookline_local*"))
     assert {p.name for p in (package / "api" / "dashboard_page").iterdir()} >= {
         "index.html",

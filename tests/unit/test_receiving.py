@@ -1,4 +1,4 @@
-"""hookline.verify: Standard Webhooks verification of Hookline's signatures, rotations and time tolerance."""
+"""hookline_client.verify: Standard Webhooks verification of signatures, rotations and time tolerance."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks import Webhook
 
-import hookline
+import hookline_client as hookline
 from hookline.domain.signing import callback_headers, new_signing_secret
 
 BODY = b'{"order": 42, "note": "caf\xc3\xa9"}'
@@ -84,3 +84,14 @@ def test_given_a_text_body_or_secret_without_prefix_when_verified_then_text_come
     assert hookline.verify(b"plain text", headers, secret.removeprefix("whsec_")) == "plain text"
     with pytest.raises(ValueError, match="whsec_"):
         hookline.verify(b"plain text", headers, "whsec_" + base64.b64encode(b"k").decode() + "!")
+
+
+def test_given_the_client_verify_when_compared_with_the_server_signer_then_prefix_and_version_agree() -> None:
+    # hookline_client.verify needs nothing of the server, so it states the scheme's constants itself.
+    from hookline.domain import signing
+    from hookline_client import receiving
+
+    assert (receiving.SECRET_PREFIX, receiving.SIGNATURE_VERSION) == (
+        signing.SECRET_PREFIX,
+        signing.SIGNATURE_VERSION,
+    )

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from hookline.cli import main
-from hookline.cli.jobs import duration_s
+from hookline_client.cli import main
+from hookline_client.cli.jobs import duration_s
 from tests.integration.api.conftest import Api
 from tests.support.receiver import Receiver, Reply
 from tests.support.stack import running_loops

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from hookline.cli import main
 from hookline.domain.clock import SystemClock
 from hookline.domain.errors import Unauthorized
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 from hookline.usecases.auth import Authenticator
+from hookline_client.cli import main
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""hookline.client against the API over real HTTP: every route, cursor iterators, typed errors, retries."""
+"""hookline_client against the API over real HTTP: every route, cursor iterators, typed errors, retries."""
 
 from __future__ import annotations
 
@@ -12,7 +12,12 @@ from botocore.config import Config
 
 from hookline.api import context
 from hookline.api.views import JobView
-from hookline.client import (
+from hookline.domain.cron.schedule import ScheduleRequest
+from hookline.domain.models import JobRequest
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import Container
+from hookline.usecases.auth import mint_key
+from hookline_client import (
     AsyncClient,
     Client,
     Conflict,
@@ -23,11 +28,6 @@ from hookline.client import (
     Unavailable,
     ValidationFailed,
 )
-from hookline.domain.cron.schedule import ScheduleRequest
-from hookline.domain.models import JobRequest
-from hookline.plumbing.settings import Settings
-from hookline.plumbing.wiring import Container
-from hookline.usecases.auth import mint_key
 from tests.integration.api.conftest import Api, make_key
 from tests.support.http_api import serving_api
 from tests.support.receiver import Receiver

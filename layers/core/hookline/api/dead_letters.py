@@ -15,8 +15,8 @@ from hookline.api.views import (
     DeadLetterReplayView,
     ErrorDetail,
     JobPageView,
-    JobView,
     ReplayFailureView,
+    job_view,
 )
 from hookline.domain.models import JobStatus
 
@@ -39,7 +39,7 @@ def list_dead_letters(limit: Limit = 50, cursor: Cursor = None) -> JobPageView:
     """
     who = principal()
     page = container().manager.list_jobs(who.tenant, JobStatus.DEAD, decode_cursor(cursor), limit)
-    return JobPageView(jobs=[JobView.of(job) for job in page.jobs], next=encode_cursor(page.after_job_id))
+    return JobPageView(jobs=[job_view(job) for job in page.jobs], next=encode_cursor(page.after_job_id))
 
 
 @router.post(
@@ -58,7 +58,7 @@ def replay_dead_letters(selection: DeadLetterReplayRequest) -> DeadLetterReplayV
     who = principal()
     outcome = container().manager.replay_dead(who.tenant, selection.ids)
     return DeadLetterReplayView(
-        replayed=[JobView.of(job) for job in outcome.replayed],
+        replayed=[job_view(job) for job in outcome.replayed],
         failed=[
             ReplayFailureView(id=f.job_id, error=ErrorDetail(code=f.error.code, message=str(f.error)))
             for f in outcome.failed

@@ -20,9 +20,10 @@ from hookline.api.views import (
     BatchResultView,
     ErrorDetail,
     ExecutionsView,
-    ExecutionView,
     JobPageView,
     JobView,
+    execution_view,
+    job_view,
 )
 from hookline.domain.errors import HooklineError
 from hookline.domain.models import JobRequest, JobStatus
@@ -63,7 +64,7 @@ def submit_job(request: JobRequest) -> Response[JobView]:
     return Response(
         status_code=201 if result.created else 200,
         content_type=content_types.APPLICATION_JSON,
-        body=JobView.of(result.job),
+        body=job_view(result.job),
     )
 
 
@@ -102,7 +103,7 @@ def _submit_item(submitter: SubmitBatch, tenant: str, index: int, item: dict[str
         detail = ErrorDetail(code=error.code, message=str(error))
         return BatchItemResult(index=index, status=error.http_status, error=detail)
     status = 201 if result.created else 200
-    return BatchItemResult(index=index, status=status, job=JobView.of(result.job))
+    return BatchItemResult(index=index, status=status, job=job_view(result.job))
 
 
 @router.get(
@@ -119,7 +120,7 @@ def list_jobs(
     """Returns a page of the caller's jobs, optionally only those in one status."""
     who = principal()
     page = container().manager.list_jobs(who.tenant, status, decode_cursor(cursor), limit)
-    return JobPageView(jobs=[JobView.of(job) for job in page.jobs], next=encode_cursor(page.after_job_id))
+    return JobPageView(jobs=[job_view(job) for job in page.jobs], next=encode_cursor(page.after_job_id))
 
 
 @router.get(
@@ -133,7 +134,7 @@ def list_jobs(
 def get_job(job_id: JobId) -> JobView:
     """Returns one of the caller's jobs (another tenant's id is not found)."""
     who = principal()
-    return JobView.of(container().manager.get(who.tenant, job_id))
+    return job_view(container().manager.get(who.tenant, job_id))
 
 
 @router.delete(
@@ -150,7 +151,7 @@ def get_job(job_id: JobId) -> JobView:
 def cancel_job(job_id: JobId) -> JobView:
     """Cancels a scheduled job; a running or finished job answers 409."""
     who = principal()
-    return JobView.of(container().manager.cancel(who.tenant, job_id))
+    return job_view(container().manager.cancel(who.tenant, job_id))
 
 
 @router.get(
@@ -168,7 +169,7 @@ def job_executions(job_id: JobId) -> ExecutionsView:
     """Returns every attempt of one of the caller's jobs, oldest first."""
     who = principal()
     executions = container().manager.executions(who.tenant, job_id)  # 404 for an unknown or foreign id
-    return ExecutionsView(executions=[ExecutionView.of(e) for e in executions])
+    return ExecutionsView(executions=[execution_view(e) for e in executions])
 
 
 @router.post(
@@ -185,4 +186,4 @@ def job_executions(job_id: JobId) -> ExecutionsView:
 def replay_job(job_id: JobId) -> JobView:
     """Schedules a dead job again, due now, with a new generation and a fresh attempt budget."""
     who = principal()
-    return JobView.of(container().manager.replay(who.tenant, job_id))
+    return job_view(container().manager.replay(who.tenant, job_id))

@@ -12,9 +12,9 @@ from hookline.api.context import container
 from hookline.api.errors import error_responses
 from hookline.api.gate import principal
 from hookline.api.pagination import decode_cursor, encode_cursor
-from hookline.api.schedule_views import ScheduleJobsView, SchedulePageView, ScheduleView
+from hookline.api.schedule_views import ScheduleJobsView, SchedulePageView, ScheduleView, schedule_view
 from hookline.api.scopes import requires
-from hookline.api.views import JobView
+from hookline.api.views import job_view
 from hookline.domain.cron.schedule import ScheduleRequest, ScheduleUpdate
 
 router = Router()
@@ -46,7 +46,7 @@ def create_schedule(request: ScheduleRequest) -> Response[ScheduleView]:
     who = principal()
     schedule = container().schedules.create(who.tenant, request)
     return Response(
-        status_code=201, content_type=content_types.APPLICATION_JSON, body=ScheduleView.of(schedule)
+        status_code=201, content_type=content_types.APPLICATION_JSON, body=schedule_view(schedule)
     )
 
 
@@ -64,7 +64,7 @@ def list_schedules(limit: Limit = 50, cursor: Cursor = None) -> SchedulePageView
     current = container()
     schedules, after = current.schedules.list_page(who.tenant, decode_cursor(cursor), limit)
     now_ms = current.clock.now_ms()
-    views = [ScheduleView.of(s, [] if s.paused else s.upcoming(now_ms, 1)) for s in schedules]
+    views = [schedule_view(s, [] if s.paused else s.upcoming(now_ms, 1)) for s in schedules]
     return SchedulePageView(schedules=views, next=encode_cursor(after))
 
 
@@ -82,7 +82,7 @@ def get_schedule(schedule_id: ScheduleId) -> ScheduleView:
     current = container()
     schedule = current.schedules.get(who.tenant, schedule_id)
     upcoming = [] if schedule.paused else schedule.upcoming(current.clock.now_ms(), NEXT_FIRE_TIMES)
-    return ScheduleView.of(schedule, upcoming)
+    return schedule_view(schedule, upcoming)
 
 
 @router.patch(
@@ -96,7 +96,7 @@ def get_schedule(schedule_id: ScheduleId) -> ScheduleView:
 def update_schedule(schedule_id: ScheduleId, update: ScheduleUpdate) -> ScheduleView:
     """Applies a change as a new version; occurrences then follow the new settings from now on."""
     who = principal()
-    return ScheduleView.of(container().schedules.update(who.tenant, schedule_id, update))
+    return schedule_view(container().schedules.update(who.tenant, schedule_id, update))
 
 
 @router.delete(
@@ -127,4 +127,4 @@ def schedule_jobs(schedule_id: ScheduleId, limit: Limit = 50, cursor: Cursor = N
     """Returns a page of the jobs one of the caller's schedules created, newest occurrence first."""
     who = principal()
     jobs, after = container().schedules.instances(who.tenant, schedule_id, decode_cursor(cursor), limit)
-    return ScheduleJobsView(jobs=[JobView.of(job) for job in jobs], next=encode_cursor(after))
+    return ScheduleJobsView(jobs=[job_view(job) for job in jobs], next=encode_cursor(after))

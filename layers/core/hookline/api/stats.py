@@ -9,7 +9,7 @@ from hookline.api.errors import error_responses
 from hookline.api.gate import principal
 from hookline.api.jobs import ok_response
 from hookline.api.scopes import requires
-from hookline.api.stats_views import StatsView
+from hookline.api.stats_views import StatsView, stats_view
 
 router = Router()
 
@@ -30,4 +30,4 @@ def get_stats() -> StatsView:
     who = principal()
     current = container()
     now_ms = current.clock.now_ms()
-    return StatsView.of(current.stats.read(who.tenant, now_ms, current.shards), now_ms)
+    return stats_view(current.stats.read(who.tenant, now_ms, current.shards), now_ms)

@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rich.table import Table
+
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
-from hookline.cli import output
+from hookline.api.views import rfc3339
 from hookline.domain.clock import SystemClock
 from hookline.domain.errors import NotFound
 from hookline.domain.keys import SigningSecrets
@@ -19,6 +21,7 @@ from hookline.domain.signing import new_signing_secret
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import dynamodb_client
 from hookline.usecases.auth import ALL_SCOPES, KEY_CACHE_TTL_MS, mint_key
+from hookline_client.cli import output
 
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 DEFAULT_ROTATION_OVERLAP_S = 24 * 3600
@@ -131,8 +134,19 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
-    output.console().print(output.keys_table(rows))
+    output.console().print(keys_table(rows))
     return 0
+
+
+def keys_table(rows: list[dict[str, Any]]) -> Table:
+    """Returns a table of API keys (never a secret): id, tenant, state, scopes, rate limit, creation time."""
+    table = output.new_table("KEY ID", "TENANT", "STATE", "SCOPES", "RATE/S", "CREATED")
+    for row in rows:
+        state = "[red]revoked[/red]" if row["revoked_ms"] else "[green]active[/green]"
+        limit = "" if row["rate_limit_per_s"] is None else str(row["rate_limit_per_s"])
+        created = rfc3339(row["created_ms"]) or ""
+        table.add_row(row["key_id"], row["tenant"], state, ",".join(row["scopes"]), limit, created)
+    return table
 
 
 def _revoke(args: argparse.Namespace) -> int:

@@ -1,19 +1,22 @@
 """A Python client for the Hookline API: `Client` (blocking) and `AsyncClient` (asyncio), over httpx.
 
-    from hookline.client import Client
+    from hookline_client import Client
 
     with Client("http://127.0.0.1:3000", "hl_...") as hookline:   # or HOOKLINE_API / HOOKLINE_KEY
         job = hookline.submit_job({"url": "https://example.com/hook", "delay_s": 60})
         for attempt in hookline.list_executions(job.id): ...
 
-Answers are the API's own pydantic models (JobView, ScheduleView, StatsView...); errors raise a
-HooklineApiError subclass carrying the envelope and the X-Request-Id. 429 and 503 are retried after
-Retry-After, boundedly (RetryPolicy).
+Answers are the API's own pydantic models (hookline_client.schemas: JobView, ScheduleView, StatsView...);
+errors raise a HooklineApiError subclass carrying the envelope and the X-Request-Id. 429 and 503 are retried
+after Retry-After, boundedly (RetryPolicy). A receiver checks a callback with `verify` (standard library).
+
+This distribution (hookline-client) needs httpx and pydantic; its `hookline` command also needs rich
+(`pip install 'hookline-client[cli]'`). It imports nothing of the server.
 """
 
-from hookline.client.asynchronous import AsyncClient
-from hookline.client.calls import RetryPolicy
-from hookline.client.errors import (
+from hookline_client.asynchronous import AsyncClient
+from hookline_client.calls import RetryPolicy
+from hookline_client.errors import (
     BadRequest,
     Conflict,
     Forbidden,
@@ -26,7 +29,8 @@ from hookline.client.errors import (
     Unavailable,
     ValidationFailed,
 )
-from hookline.client.sync import Client
+from hookline_client.receiving import WebhookVerificationError, verify
+from hookline_client.sync import Client
 
 __all__ = [
     "AsyncClient",
@@ -43,4 +47,6 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
     "ValidationFailed",
+    "WebhookVerificationError",
+    "verify",
 ]

@@ -11,10 +11,8 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from hookline.api.schedule_views import ScheduleView
-from hookline.api.stats_views import StatsView
-from hookline.api.views import ExecutionView, JobView, rfc3339
-from hookline.client import HooklineApiError
+from hookline_client import HooklineApiError
+from hookline_client.schemas import ExecutionView, JobView, ScheduleView, StatsView
 
 # Wide enough that ids and times never wrap when the output is a pipe or a file, not a terminal.
 PIPE_WIDTH = 200
@@ -54,7 +52,7 @@ def _status(status: str) -> str:
     return f"[{style}]{status}[/{style}]" if style else status
 
 
-def _table(*columns: str) -> Table:
+def new_table(*columns: str) -> Table:
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     for column in columns:
         table.add_column(column, no_wrap=True, overflow="fold")
@@ -63,7 +61,7 @@ def _table(*columns: str) -> Table:
 
 def jobs_table(jobs: Iterable[JobView]) -> Table:
     """Returns a table of jobs, one row each."""
-    table = _table("ID", "STATUS", "ATTEMPT", "RUN AT", "LAST", "URL")
+    table = new_table("ID", "STATUS", "ATTEMPT", "RUN AT", "LAST", "URL")
     for job in jobs:
         last = str(job.last_status_code or job.last_error or "")
         table.add_row(
@@ -74,7 +72,7 @@ def jobs_table(jobs: Iterable[JobView]) -> Table:
 
 def job_details(job: JobView) -> Table:
     """Returns one job as a two-column table of its fields."""
-    table = _table("FIELD", "VALUE")
+    table = new_table("FIELD", "VALUE")
     for name, value in job.model_dump(mode="json").items():
         if value in (None, {}, ""):
             continue
@@ -85,7 +83,7 @@ def job_details(job: JobView) -> Table:
 
 def attempts_table(attempts: Sequence[ExecutionView]) -> Table:
     """Returns a table of a job's attempts: status code, latency, error and response excerpt."""
-    table = _table("ATTEMPT", "OUTCOME", "STATUS", "LATENCY", "STARTED", "ERROR", "RESPONSE")
+    table = new_table("ATTEMPT", "OUTCOME", "STATUS", "LATENCY", "STARTED", "ERROR", "RESPONSE")
     for a in attempts:
         error = " ".join(part for part in (a.error_class, a.error_message) if part)
         preview = (a.response_preview or "").replace("\n", " ")[:60]
@@ -101,26 +99,9 @@ def attempts_table(attempts: Sequence[ExecutionView]) -> Table:
     return table
 
 
-def keys_table(rows: Iterable[dict[str, Any]]) -> Table:
-    """Returns a table of API keys (never a secret): id, tenant, state, scopes, rate limit, creation time."""
-    table = _table("KEY ID", "TENANT", "STATE", "SCOPES", "RATE/S", "CREATED")
-    for row in rows:
-        state = "[red]revoked[/red]" if row["revoked_ms"] else "[green]active[/green]"
-        limit = "" if row["rate_limit_per_s"] is None else str(row["rate_limit_per_s"])
-        table.add_row(
-            row["key_id"],
-            row["tenant"],
-            state,
-            ",".join(row["scopes"]),
-            limit,
-            rfc3339(row["created_ms"]) or "",
-        )
-    return table
-
-
 def schedules_table(schedules: Iterable[ScheduleView]) -> Table:
     """Returns a table of schedules."""
-    table = _table("ID", "EXPRESSION", "TIMEZONE", "STATE", "NEXT", "URL")
+    table = new_table("ID", "EXPRESSION", "TIMEZONE", "STATE", "NEXT", "URL")
     for s in schedules:
         upcoming = (s.next_fire_times or [""])[0]
         state = "[yellow]paused[/yellow]" if s.paused else "[green]active[/green]"
@@ -130,7 +111,7 @@ def schedules_table(schedules: Iterable[ScheduleView]) -> Table:
 
 def schedule_details(schedule: ScheduleView) -> Table:
     """Returns one schedule with its next fire times."""
-    table = _table("FIELD", "VALUE")
+    table = new_table("FIELD", "VALUE")
     for name, value in schedule.model_dump(mode="json").items():
         if name == "next_fire_times":
             table.add_row(name, "\n".join(value or ["(none: paused or past its end)"]))
@@ -141,7 +122,7 @@ def schedule_details(schedule: ScheduleView) -> Table:
 
 def stats_table(stats: StatsView) -> Table:
     """Returns the headline numbers of GET /v1/stats."""
-    table = _table("METRIC", "VALUE")
+    table = new_table("METRIC", "VALUE")
     counts = stats.last_hour
     rate = "n/a" if stats.success_rate is None else f"{stats.success_rate:.1%}"
     lag = "n/a" if stats.fire_lag_ms_avg is None else f"{stats.fire_lag_ms_avg:.0f} ms"

@@ -18,27 +18,29 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
-from hookline.api.schedule_views import ScheduleJobsView, SchedulePageView, ScheduleView
-from hookline.api.stats_views import StatsView
-from hookline.api.views import (
+from hookline_client.errors import HooklineApiError, error_for
+from hookline_client.schemas import (
     BatchResultView,
     DeadLetterReplayView,
     ExecutionsView,
     HealthView,
     JobPageView,
     JobView,
+    ScheduleJobsView,
+    SchedulePageView,
+    ScheduleView,
+    StatsView,
 )
-from hookline.client.errors import HooklineApiError, error_for
-from hookline.domain.cron.schedule import ScheduleRequest, ScheduleUpdate
-from hookline.domain.models import JobRequest
 
 T = TypeVar("T")
 REQUEST_ID_HEADER = "x-request-id"
 USER_AGENT = "hookline-python-client/1"
 
-JobInput = JobRequest | Mapping[str, Any]
-ScheduleInput = ScheduleRequest | Mapping[str, Any]
-ScheduleChange = ScheduleUpdate | Mapping[str, Any]
+# What a call takes: the fields of the API's request body, as a mapping or any pydantic model (the server's
+# JobRequest, ScheduleRequest and ScheduleUpdate among them: only the fields set are sent).
+JobInput = BaseModel | Mapping[str, Any]
+ScheduleInput = BaseModel | Mapping[str, Any]
+ScheduleChange = BaseModel | Mapping[str, Any]
 
 
 @dataclass(frozen=True)

@@ -10,19 +10,21 @@ from typing import Any, TypeVar
 
 import httpx
 
-from hookline.api.schedule_views import ScheduleJobsView, SchedulePageView, ScheduleView
-from hookline.api.stats_views import StatsView
-from hookline.api.views import (
+from hookline_client import calls
+from hookline_client.calls import Call, JobInput, RetryPolicy, ScheduleChange, ScheduleInput
+from hookline_client.errors import TransportError
+from hookline_client.schemas import (
     BatchResultView,
     DeadLetterReplayView,
     ExecutionView,
     HealthView,
     JobPageView,
     JobView,
+    ScheduleJobsView,
+    SchedulePageView,
+    ScheduleView,
+    StatsView,
 )
-from hookline.client import calls
-from hookline.client.calls import Call, JobInput, RetryPolicy, ScheduleChange, ScheduleInput
-from hookline.client.errors import TransportError
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 30.0

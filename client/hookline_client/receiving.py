@@ -2,7 +2,8 @@
 
 Hookline signs `<webhook-id>.<webhook-timestamp>.<raw body>` with HMAC-SHA256 under each of the tenant's
 `whsec_` secrets (two during a rotation) and sends `v1,<base64>` per secret in `webhook-signature`
-(hookline/callback/signing.py). A receiver passes the body exactly as received, before any JSON parsing.
+(the server's hookline/domain/signing.py). A receiver passes the body exactly as received, before any JSON
+parsing. This module needs nothing but the standard library.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hookline.domain.signing import SECRET_PREFIX, SIGNATURE_VERSION
-
+# The secret's prefix and the signature scheme's version, as the server signs (the tests hold the two equal).
+SECRET_PREFIX = "whsec_"
+SIGNATURE_VERSION = "v1"
 DEFAULT_TOLERANCE_S = 300
 
 

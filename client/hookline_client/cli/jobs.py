@@ -1,4 +1,4 @@
-"""`hookline jobs`, `dead`, `schedules` and `stats`: the API from a terminal, through hookline.client.
+"""`hookline jobs`, `dead`, `schedules` and `stats`: the API from a terminal, through hookline_client.
 
 The API and key come from --api/--key, else HOOKLINE_API/HOOKLINE_KEY, else the local stack's
 .hookline/dev.env (so `hookline jobs list` works beside a running `hookline dev` without sourcing it).
@@ -20,8 +20,8 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from hookline.cli import output as out
-from hookline.client import Client, HooklineApiError, TransportError
+from hookline_client import Client, HooklineApiError, TransportError
+from hookline_client.cli import output as out
 
 DEV_ENV = Path(".hookline") / "dev.env"
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
