@@ -11,7 +11,7 @@ from hookline_local.template import find_template
 REPO = find_template().parent
 
 
-def test_given_the_layer_build_when_run_then_cli_and_client_are_left_out_and_the_dashboard_kept(
+def test_given_the_layer_build_when_run_then_cli_and_client_are_left_out_and_dashboard_and_scripts_kept(
     tmp_path: Path,
 ) -> None:
     # PYTHON=true skips the pip step (it fetches Lambda wheels); the copy and the pruning run as in sam build.
@@ -25,7 +25,10 @@ def test_given_the_layer_build_when_run_then_cli_and_client_are_left_out_and_the
         "import os, hookline, hookline.api.dashboard, hookline.api.dashboard_page;"
         "assert hookline.__file__.startswith(os.getcwd()), hookline.__file__;"
         "assert hookline.verify and hookline.api.dashboard_page.page()[0].startswith('<!doctype html>');"
-        "import importlib.util as u; assert u.find_spec('hookline.client') is None"
+        "import importlib.util as u; assert u.find_spec('hookline.client') is None;"
+        # Every script loads from the layer's own copy, its included fragments with it.
+        "from hookline.adapters.redis import scripts as s; assert str(s.lua_dir()).startswith(os.getcwd());"
+        "assert all(s.script_source(n) for n in s.SCRIPT_NAMES)"
     )
 
     assert not (package / "cli").exists() and not (package / "client").exists()
