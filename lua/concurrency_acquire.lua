@@ -14,9 +14,10 @@
 -- ARGV[3] token            unique id of this holder (job:generation), also its id as a waiter
 -- ARGV[4] lease_expires_ms when this holder's slot frees itself (ms since epoch)
 -- ARGV[5] default_hold_ms  the hold time to expect before any holder of the key was released
--- ARGV[6] late_ms          a waiter this late for its turn leaves the queue, so it no longer holds back
---                          those behind it (it may be gone); if it does come, it goes first
--- ARGV[7] forget_ms        a waiter this late is forgotten altogether (cancelled, dead-lettered, lost)
+-- ARGV[6] late_ms          a waiter this late (ms) for its turn leaves the queue, so it no longer holds
+--                          back those behind it (it may be gone); if it does come, it goes first
+-- ARGV[7] forget_ms        a waiter this late (ms) leaves the queue and is forgotten (cancelled,
+--                          dead-lettered, lost); the queue is shared/waiter_queue.lua's
 --
 -- Returns {1, 0, 0} when admitted; {1, 0, 1} when the token already held a slot (its lease is extended: the
 -- caller must not release a slot it did not take, or a duplicate delivery would free a live holder's slot);
@@ -33,12 +34,7 @@ local lease_expires_ms = tonumber(ARGV[4])
 local default_hold_ms = tonumber(ARGV[5])
 local late_ms, forget_ms = tonumber(ARGV[6]), tonumber(ARGV[7])
 
-local function keep_until(key, ttl_ms)
-  -- Relative expiry: the caller's clock and Redis's may differ, so never hand Redis an absolute instant.
-  if redis.call('PTTL', key) < ttl_ms then
-    redis.call('PEXPIRE', key, ttl_ms)
-  end
-end
+-- @include waiter_queue
 
 local expired = redis.call('ZRANGEBYSCORE', holders_key, '-inf', now_ms, 'LIMIT', 0, 1000)
 for i = 1, #expired, 500 do
@@ -54,45 +50,24 @@ if redis.call('ZSCORE', holders_key, token) then
   return {1, 0, 1}
 end
 
-redis.call('ZREMRANGEBYSCORE', told_key, '-inf', '(' .. (now_ms - forget_ms))
-local late = redis.call('ZRANGEBYSCORE', told_key, '-inf', '(' .. (now_ms - late_ms), 'LIMIT', 0, 100)
-if #late > 0 then
-  redis.call('ZREM', queue_key, unpack(late))
-end
+local place = waiters_place(queue_key, told_key, token, now_ms, late_ms, forget_ms)
 local used = redis.call('ZCARD', holders_key)
 local free = math.max(limit - used, 0)
-local ticket = redis.call('ZSCORE', queue_key, token)
-local told = redis.call('ZSCORE', told_key, token)
-local ahead = 0  -- a late waiter that came after all goes first
-if ticket then
-  ahead = redis.call('ZCOUNT', queue_key, '-inf', '(' .. ticket)
-elseif not told then
-  ahead = redis.call('ZCARD', queue_key)  -- a newcomer queues behind everyone
-end
-if ahead < free then
+if place.ahead < free then
   redis.call('ZADD', holders_key, lease_expires_ms, token)
   redis.call('ZADD', started_key, now_ms, token)
-  redis.call('ZREM', queue_key, token)
-  redis.call('ZREM', told_key, token)
+  waiters_leave(queue_key, told_key, token)
   keep_until(holders_key, lease_expires_ms - now_ms)
   keep_until(started_key, lease_expires_ms - now_ms)
   return {1, 0, 0}
 end
 
-if not ticket then
-  -- A newcomer takes the last place; a late waiter that came back takes the first.
-  local edge = told and redis.call('ZRANGE', queue_key, 0, 0, 'WITHSCORES')
-    or redis.call('ZRANGE', queue_key, -1, -1, 'WITHSCORES')
-  ticket = (tonumber(edge[2]) or 0) + (told and -1 or 1)
-  redis.call('ZADD', queue_key, ticket, token)
-end
-
 -- Refused: expect the turn of the (ahead mod limit)-th holder to end, `ahead div limit` holds later.
 local hold_ms = tonumber(redis.call('GET', hold_key)) or default_hold_ms
-local round, place = math.floor(ahead / limit), ahead % limit
+local round, slot = math.floor(place.ahead / limit), place.ahead % limit
 local base = now_ms
-if place >= free then
-  local i = place - free + math.max(used - limit, 0)
+if slot >= free then
+  local i = slot - free + math.max(used - limit, 0)
   local first = redis.call('ZRANGE', started_key, i, i, 'WITHSCORES')
   local holder, started_ms = first[1], tonumber(first[2])
   if started_ms == nil then
@@ -110,7 +85,5 @@ if place >= free then
   end
 end
 local retry_at = math.max(base, now_ms + 1) + round * hold_ms
-redis.call('ZADD', told_key, retry_at, token)
-keep_until(queue_key, retry_at - now_ms + forget_ms)
-keep_until(told_key, retry_at - now_ms + forget_ms)
+waiters_tell(queue_key, told_key, token, place, now_ms, retry_at, forget_ms)
 return {0, retry_at, 0}

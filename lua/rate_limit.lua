@@ -13,9 +13,10 @@
 -- ARGV[4] token      unique id of this admission (a stream entry id, a request id)
 -- ARGV[5] waiter     the caller's id across its retries (job:generation); "" for a caller that does not
 --                    come back at retry_at (an API request): it is neither queued nor held back
--- ARGV[6] late_ms    a waiter this late for its turn leaves the queue, so it no longer holds back those
---                    behind it (it may be gone); if it does come, it goes first
--- ARGV[7] forget_ms  a waiter this late is forgotten altogether (cancelled, dead-lettered, lost)
+-- ARGV[6] late_ms    a waiter this late (ms) for its turn leaves the queue, so it no longer holds back
+--                    those behind it (it may be gone); if it does come, it goes first
+-- ARGV[7] forget_ms  a waiter this late (ms) leaves the queue and is forgotten (cancelled, dead-lettered,
+--                    lost); the queue is shared/waiter_queue.lua's
 --
 -- Returns {1, 0} when admitted; {0, retry_at_ms} when refused. Without a waiter, retry_at_ms is the moment the
 -- oldest admission leaves the window. A waiter with k waiters ahead of it gets the k-th slot to come free:
@@ -30,31 +31,21 @@ local period_ms = tonumber(ARGV[3])
 local token, waiter = ARGV[4], ARGV[5]
 local late_ms, forget_ms = tonumber(ARGV[6]), tonumber(ARGV[7])
 
+-- @include waiter_queue
+
 redis.call('ZREMRANGEBYSCORE', log_key, '-inf', now_ms - period_ms)
 local used = redis.call('ZCARD', log_key)
 local free = math.max(limit - used, 0)
 
-local ahead, ticket, told = 0, nil, nil
+local place = {ahead = 0}
 if waiter ~= '' then
-  redis.call('ZREMRANGEBYSCORE', told_key, '-inf', '(' .. (now_ms - forget_ms))
-  local late = redis.call('ZRANGEBYSCORE', told_key, '-inf', '(' .. (now_ms - late_ms), 'LIMIT', 0, 100)
-  if #late > 0 then
-    redis.call('ZREM', queue_key, unpack(late))
-  end
-  ticket = redis.call('ZSCORE', queue_key, waiter)
-  told = redis.call('ZSCORE', told_key, waiter)
-  if ticket then
-    ahead = redis.call('ZCOUNT', queue_key, '-inf', '(' .. ticket)
-  elseif not told then
-    ahead = redis.call('ZCARD', queue_key)  -- a newcomer queues behind everyone
-  end                                         -- (a late waiter that came after all goes first)
+  place = waiters_place(queue_key, told_key, waiter, now_ms, late_ms, forget_ms)
 end
-if ahead < free then
+if place.ahead < free then
   redis.call('ZADD', log_key, now_ms, token)
   redis.call('PEXPIRE', log_key, period_ms)
   if waiter ~= '' then
-    redis.call('ZREM', queue_key, waiter)
-    redis.call('ZREM', told_key, waiter)
+    waiters_leave(queue_key, told_key, waiter)
   end
   return {1, 0}
 end
@@ -63,27 +54,15 @@ if waiter == '' then
   return {0, tonumber(oldest[2]) + period_ms}
 end
 
-if not ticket then
-  -- A newcomer takes the last place; a late waiter that came back takes the first.
-  local edge = told and redis.call('ZRANGE', queue_key, 0, 0, 'WITHSCORES')
-    or redis.call('ZRANGE', queue_key, -1, -1, 'WITHSCORES')
-  ticket = (tonumber(edge[2]) or 0) + (told and -1 or 1)
-  redis.call('ZADD', queue_key, ticket, waiter)
-end
 -- Slots come free: `free` now, then one as each logged admission leaves the window (the first
 -- `used - limit` of them free nothing when the limit was lowered), and every slot again a period later.
-local round, place = math.floor(ahead / limit), ahead % limit
+local round, slot = math.floor(place.ahead / limit), place.ahead % limit
 local base = now_ms
-if place >= free then
-  local i = place - free + math.max(used - limit, 0)
+if slot >= free then
+  local i = slot - free + math.max(used - limit, 0)
   local at = redis.call('ZRANGE', log_key, i, i, 'WITHSCORES')
   base = tonumber(at[2]) + period_ms
 end
 local retry_at = base + round * period_ms
-redis.call('ZADD', told_key, retry_at, waiter)
-for _, key in ipairs({queue_key, told_key}) do
-  if redis.call('PTTL', key) < retry_at - now_ms + forget_ms then
-    redis.call('PEXPIRE', key, retry_at - now_ms + forget_ms)
-  end
-end
+waiters_tell(queue_key, told_key, waiter, place, now_ms, retry_at, forget_ms)
 return {0, retry_at}

@@ -223,3 +223,44 @@ def test_given_rate_waiter_late_for_its_turn_then_it_goes_first_when_it_comes(
     assert limiters.admit_rate(*window, 4_002, 1, 1_000, "e4", waiter="late") == refused(5_001)
     assert limiters.admit_rate(*window, 4_003, 1, 1_000, "e5", waiter="new") == refused(6_001)
     assert redis_backend.probe.zset(redis_keys.rate_queue_key(*window)) == {"late": -1.0, "new": 0.0}
+
+
+HOUR_MS = 3_600_000
+
+
+def test_given_rate_waiter_that_never_returns_on_an_hour_long_window_then_the_next_is_admitted_at_its_turn(
+    redis_backend: RedisBackend,
+) -> None:
+    limiters = redis_backend.executor
+    window = ("t", "partner")
+    assert limiters.admit_rate(*window, 1_000, 1, HOUR_MS, "e1", waiter="first") == ADMIT
+    assert limiters.admit_rate(*window, 1_000, 1, HOUR_MS, "e2", waiter="gone") == refused(1_000 + HOUR_MS)
+    assert limiters.admit_rate(*window, 1_000, 1, HOUR_MS, "e3", waiter="next") == refused(
+        1_000 + 2 * HOUR_MS
+    )
+
+    # "gone" never asks again (cancelled): by next's turn it is forgotten from the queue and its turn alike.
+    assert limiters.admit_rate(*window, 1_000 + 2 * HOUR_MS, 1, HOUR_MS, "e4", waiter="next") == ADMIT
+    assert redis_backend.probe.zset(redis_keys.rate_queue_key(*window)) == {}
+    assert redis_backend.probe.zset(redis_keys.rate_told_key(*window)) == {}
+
+
+def test_given_semaphore_waiter_that_never_returns_on_hour_long_holds_then_the_next_is_admitted_at_its_turn(
+    redis_backend: RedisBackend,
+) -> None:
+    limiters = redis_backend.executor
+    lease = 10 * HOUR_MS
+    assert limiters.acquire_slot(slot("first"), 1_000, 1, lease) == ADMIT
+    redis_backend.clock.set(1_000 + HOUR_MS)
+    limiters.release_slots([slot("first")])  # holders of this key hold an hour
+    assert limiters.acquire_slot(slot("again"), 1_000 + HOUR_MS, 1, lease) == ADMIT
+    turn = 1_000 + 2 * HOUR_MS
+    assert limiters.acquire_slot(slot("gone"), 1_000 + HOUR_MS, 1, lease) == refused(turn)
+    assert limiters.acquire_slot(slot("next"), 1_000 + HOUR_MS, 1, lease) == refused(turn + HOUR_MS)
+    redis_backend.clock.set(turn)
+    limiters.release_slots([slot("again")])
+
+    # "gone" never asks again (dead-lettered): by next's turn it is forgotten from the queue and told alike.
+    assert limiters.acquire_slot(slot("next"), turn + HOUR_MS, 1, lease) == ADMIT
+    assert redis_backend.probe.zset(redis_keys.concurrency_queue_key("t", "pool")) == {}
+    assert redis_backend.probe.zset(redis_keys.concurrency_told_key("t", "pool")) == {}

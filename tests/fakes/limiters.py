@@ -19,8 +19,9 @@ from tests.fakes.redis_role import FakeRedisRole
 
 # The most expired holders concurrency_acquire.lua drops per call (its ZRANGEBYSCORE ... LIMIT 0 1000).
 EXPIRED_BATCH = 1_000
-# The most late waiters one call takes out of a queue (ZRANGEBYSCORE ... LIMIT 0 100).
-LATE_BATCH = 100
+# The most waiters of each kind (forgotten, late, headless) one call sweeps (waiter_queue.lua's
+# WAITERS_SWEEP_BATCH).
+SWEEP_BATCH = 100
 
 
 def _keep_until(m: RedisMemory, key: str, ttl_ms: float) -> None:
@@ -32,11 +33,22 @@ def _keep_until(m: RedisMemory, key: str, ttl_ms: float) -> None:
 def _queue_place(
     m: RedisMemory, queue: str, told: str, waiter: str, now_ms: int
 ) -> tuple[float | None, int, bool]:
-    """Forgets waiters told long ago, takes late ones out of the queue; returns (ticket, ahead, told)."""
-    m.zremrangebyscore(told, now_ms - WAITER_FORGET_MS, exclusive=True)
-    late = [name for name, _ in m.zrangebyscore(told, now_ms - WAITER_LATE_MS, LATE_BATCH, exclusive=True)]
+    """lua/shared/waiter_queue.lua's waiters_place: forgets waiters told long ago (from both keys), takes late
+    ones out of the queue, drops queue heads with no told turn; returns (ticket, ahead, told)."""
+    forgotten = [
+        name for name, _ in m.zrangebyscore(told, now_ms - WAITER_FORGET_MS, SWEEP_BATCH, exclusive=True)
+    ]
+    if forgotten:
+        m.zrem(told, *forgotten)
+        m.zrem(queue, *forgotten)
+    late = [name for name, _ in m.zrangebyscore(told, now_ms - WAITER_LATE_MS, SWEEP_BATCH, exclusive=True)]
     if late:
         m.zrem(queue, *late)
+    for _ in range(SWEEP_BATCH):
+        head = m.zfirst(queue)
+        if head is None or head[0] == waiter or m.zscore(told, head[0]) is not None:
+            break
+        m.zrem(queue, head[0])
     ticket = m.zscore(queue, waiter)
     was_told = m.zscore(told, waiter) is not None
     ahead = 0  # a late waiter that came after all goes first

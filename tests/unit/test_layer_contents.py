@@ -11,7 +11,7 @@ from hookline_local.template import find_template
 REPO = find_template().parent
 
 
-def test_given_the_layer_build_when_run_then_the_commands_are_left_out_and_the_models_and_dashboard_kept(
+def test_given_the_layer_build_when_run_then_commands_are_left_out_and_models_dashboard_and_scripts_kept(
     tmp_path: Path,
 ) -> None:
     # PYTHON=true skips the pip step (it fetches Lambda wheels); the copy and the pruning run as in sam build.
@@ -26,7 +26,10 @@ def test_given_the_layer_build_when_run_then_the_commands_are_left_out_and_the_m
         "import hookline_client.schemas as s;"
         "assert hookline.__file__.startswith(os.getcwd()), hookline.__file__;"
         "assert s.__file__.startswith(os.getcwd()), s.__file__;"
-        "assert hookline.api.dashboard_page.page()[0].startswith('<!doctype html>')"
+        "assert hookline.api.dashboard_page.page()[0].startswith('<!doctype html>');"
+        # Every script loads from the layer's own copy, its included fragments with it.
+        "from hookline.adapters.redis import scripts; assert str(scripts.lua_dir()).startswith(os.getcwd());"
+        "assert all(scripts.script_source(n) for n in scripts.SCRIPT_NAMES)"
     )
 
     assert not (package / "cli").exists() and not (tmp_path / "python" / "hookline_client" / "cli").exists()

@@ -8,12 +8,13 @@ from redis.exceptions import (
     ClusterDownError,
     ClusterError,
     MasterDownError,
+    OutOfMemoryError,
     RedisClusterException,
     SlotNotCoveredError,
     TryAgainError,
 )
 
-from hookline.adapters.redis.errors import is_transient, translating
+from hookline.adapters.redis.errors import is_out_of_memory, is_transient, translating
 from hookline.domain.errors import IndexUnavailable
 
 
@@ -36,6 +37,17 @@ from hookline.domain.errors import IndexUnavailable
         pytest.param(MasterDownError("Link with MASTER is down"), True, id="masterdown_class"),
         pytest.param(TryAgainError("Multiple keys request during rehashing of slot"), True, id="tryagain"),
         pytest.param(ClusterError("TTL exhausted."), True, id="redirections_exhausted"),
+        # At maxmemory with nothing to evict, Redis refuses writes until memory frees: wait it out.
+        pytest.param(
+            OutOfMemoryError("command not allowed when used memory > 'maxmemory'."), True, id="out_of_memory"
+        ),
+        pytest.param(
+            redis.ResponseError(
+                "Error running script (call to f_1): @user_script:9: -OOM command not allowed"
+            ),
+            True,
+            id="out_of_memory_inside_a_script",
+        ),
         pytest.param(redis.ResponseError("WRONGTYPE Operation against a key"), False, id="wrongtype"),
         pytest.param(redis.ResponseError("ERR Error running script: attempt to index nil"), False, id="bug"),
         pytest.param(redis.DataError("Invalid input"), False, id="data_error"),
@@ -57,6 +69,31 @@ def test_given_wrapped_method_when_redis_blips_then_it_raises_index_unavailable_
     with pytest.raises(IndexUnavailable) as raised:
         call()
     assert raised.value.__cause__ is cause
+
+
+@pytest.mark.parametrize(
+    ("error", "out_of_memory"),
+    [
+        pytest.param(OutOfMemoryError("command not allowed when used memory > 'maxmemory'."), 1, id="oom"),
+        pytest.param(redis.ConnectionError("Connection reset by peer"), 0, id="other_blip"),
+    ],
+)
+def test_given_wrapped_method_when_redis_refuses_for_want_of_memory_then_told_and_index_unavailable(
+    error: redis.RedisError, out_of_memory: int
+) -> None:
+    told: list[object] = []
+
+    def call(role: object) -> None:
+        raise error
+
+    wrapped = translating(call, told.append)
+    role = object()
+
+    with pytest.raises(IndexUnavailable) as raised:
+        wrapped(role)
+    assert raised.value.__cause__ is error
+    assert told == [role] * out_of_memory
+    assert is_out_of_memory(error) is bool(out_of_memory)
 
 
 def test_given_wrapped_method_when_redis_reports_a_bug_then_the_error_is_left_as_it_is() -> None:

@@ -314,7 +314,7 @@ def test_given_metric_alarms_when_compared_with_powertools_env_then_namespace_an
         and resource["Properties"]["Namespace"] not in {"AWS/Lambda"}
     }
 
-    assert {a["MetricName"] for a in alarms.values()} >= {"DeadLettered", "ScheduleLagMs"}
+    assert {a["MetricName"] for a in alarms.values()} >= {"DeadLettered", "ScheduleLagMs", "RedisOutOfMemory"}
     for logical_id, alarm in alarms.items():
         assert alarm["Namespace"] == namespace, logical_id
         assert alarm["Dimensions"] == [{"Name": "service", "Value": service}], logical_id

@@ -171,3 +171,35 @@ def test_given_job_when_changed_then_same_as_dataclasses_replace_and_the_origina
 def test_given_a_name_that_is_no_field_when_changed_then_refused_as_replace_refuses_it() -> None:
     with pytest.raises(TypeError, match="attempts"):
         _job().with_changes(attempts=2)
+
+
+@pytest.mark.parametrize(
+    ("due_ms", "created_ms", "schedule_id", "now_ms", "want_lag_ms"),
+    [
+        pytest.param(6_000, 5_000, None, 6_250, 250, id="given_future_due_time_then_lag_from_the_due_time"),
+        pytest.param(5_000, 5_000, None, 5_250, 250, id="given_due_at_acceptance_then_lag_from_acceptance"),
+        pytest.param(
+            5_000 - 86_400_000,
+            5_000,
+            None,
+            5_250,
+            250,
+            id="given_run_at_in_the_past_then_lag_from_acceptance",
+        ),
+        pytest.param(9_000, 5_000, None, 8_000, -1_000, id="given_fired_before_due_then_negative_lag"),
+        pytest.param(
+            4_000,
+            5_000,
+            "sched",
+            5_250,
+            1_250,
+            id="given_schedule_occurrence_created_late_then_from_fire_time",
+        ),
+    ],
+)
+def test_fire_lag(
+    due_ms: int, created_ms: int, schedule_id: str | None, now_ms: int, want_lag_ms: int
+) -> None:
+    job = _job().with_changes(due_ms=due_ms, created_ms=created_ms, schedule_id=schedule_id)
+
+    assert job.fire_lag_ms(now_ms) == want_lag_ms

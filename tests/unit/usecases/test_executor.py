@@ -766,3 +766,30 @@ def test_given_deliveries_when_drained_then_their_outcomes_reach_the_statistics_
         (TENANT, "succeeded", 2, 2)
     ]
     assert stats.records == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "wait_ms"),
+    [
+        pytest.param({"run_at": "2025-12-31T00:00:00Z"}, 250, id="given_run_at_a_day_before_acceptance"),
+        pytest.param({"delay_s": 1}, 1_250, id="given_a_delay"),
+        pytest.param({}, 250, id="given_due_now"),
+    ],
+)
+def test_given_job_fired_250_ms_after_it_could_first_fire_then_its_lag_is_250_ms_in_metrics_and_statistics(
+    world: World, fields: dict[str, object], wait_ms: int
+) -> None:
+    from tests.unit.core.test_stats_buffer import RecordingStats
+
+    stats = RecordingStats()
+    world.executor(stats=stats)
+    world.submit(**fields)  # accepted at T0, 2026-01-01T00:00:00Z
+    world.clock.advance(wait_ms)
+    world.promoter().tick()
+
+    assert world.drain() == [Disposition.SUCCEEDED]
+
+    # A run_at in the past asks to fire at once: the time before the acceptance is not lateness.
+    assert world.metrics.timings["ScheduleLagMs"] == [250]
+    (tallies,) = stats.tallies
+    assert [(t.count, t.lag_ms_sum, t.lag_count) for t in tallies] == [(1, 250, 1)]

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.openapi import swagger_ui
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 from aws_lambda_powertools.event_handler.openapi.swagger_ui.html import generate_swagger_html
 
+from hookline.adapters.redis.health import OK, redis_state
 from hookline.api.context import container
 from hookline.api.errors import error_response
 from hookline.api.views import ErrorEnvelope, HealthView
@@ -39,7 +40,11 @@ _SECURITY_SCHEMES: dict[str, Any] = {"bearer": HTTPBearer(bearerFormat="hl_<key 
     security=[{}],  # an empty requirement: no key needed (an empty list would inherit the bearer one)
     responses={
         200: {
-            "description": "Both answer",
+            "description": (
+                'Both answer: status "ok", or "degraded" with the reason as the dependency\'s check '
+                '(checks.redis "out_of_memory": Redis is at its maxmemory and refuses writes, so jobs are '
+                "accepted but not delivered until memory frees)"
+            ),
             "content": {content_types.APPLICATION_JSON: {"model": HealthView}},
         },
         503: {
@@ -49,25 +54,36 @@ _SECURITY_SCHEMES: dict[str, Any] = {"bearer": HTTPBearer(bearerFormat="hl_<key 
     },
 )
 def health() -> Response[str]:
-    """Answers 200 when Redis and DynamoDB both answer, else 503 naming each one that failed."""
+    """Answers 200 when Redis and DynamoDB both answer (status "degraded" when one answers but is
+    impaired, its check naming how), else 503 naming each one that failed."""
     current = container()
     # Through a lambda: building the job store checks the bucket count, itself a DynamoDB read.
-    checks: dict[str, Callable[[], object]] = {
-        "redis": current.redis.ping,
-        "dynamodb": lambda: current.jobs.check(),  # noqa: PLW0108 - current.jobs must not be built here
+    checks: dict[str, Callable[[], str]] = {
+        "redis": lambda: redis_state(current.redis),
+        "dynamodb": lambda: _state_of(current.jobs.check),
     }
+    states: dict[str, str] = {}
     failed = []
     for name, check in checks.items():
         try:
-            check()
+            states[name] = check()
         except Exception as error:
             logger.warning("health check failed", extra={"dependency": name, "error": repr(error)})
             failed.append(name)
     if failed:
         details = [{"dependency": name, "status": "unavailable"} for name in failed]
         return error_response(503, "dependency_unavailable", f"unavailable: {', '.join(failed)}", details)
-    body = HealthView(status="ok", checks=dict.fromkeys(checks, "ok"))
+    impaired = {name: state for name, state in states.items() if state != OK}
+    if impaired:
+        logger.warning("health check: dependency impaired", extra={"checks": impaired})
+    body = HealthView(status="degraded" if impaired else "ok", checks=states)
     return Response(200, content_types.APPLICATION_JSON, body.model_dump_json())
+
+
+def _state_of(check: Callable[[], None]) -> str:
+    """Runs a check that raises when its dependency does not answer; returns OK when it returns."""
+    check()
+    return OK
 
 
 def openapi_document(app: APIGatewayRestResolver) -> str:

@@ -218,6 +218,19 @@ class Job:
         """Returns the number of the latest attempt within the current run (1-based; 0 before any)."""
         return self.attempt - self.attempt_base
 
+    def fire_lag_ms(self, now_ms: int) -> int:
+        """Returns how late a delivery starting at now_ms fires (negative when early).
+
+        Lateness runs from when the job could first fire: its due time, or its acceptance when it was
+        accepted already due. A run_at in the past asks to fire at once; the time before the acceptance is
+        not lateness (counted, one job with a run_at a year back reads as a year of lag). A schedule's
+        occurrence was accepted with its schedule, before its fire time: its lag runs from the fire time,
+        so an occurrence a stalled promoter created late still counts as late.
+        """
+        if self.schedule_id is not None:
+            return now_ms - self.due_ms
+        return now_ms - max(self.due_ms, self.created_ms)
+
     def member(self) -> Member:
         """Returns this job's Redis index member for its current generation."""
         return Member(self.tenant, self.job_id, self.generation, self.flow)

@@ -325,7 +325,7 @@ class Executor:
         if timeout_ms is None:
             return self._abandon(entry, hold)
         self._metrics.count("Dispatched")
-        lag_ms = now_ms - job.due_ms
+        lag_ms = job.fire_lag_ms(now_ms)
         self._metrics.timing_ms("ScheduleLagMs", lag_ms)
         request = CallbackRequest(job.url, job.method, headers, body, timeout_ms / 1000)
         result = self._callbacks.deliver(request)

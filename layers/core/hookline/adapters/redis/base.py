@@ -38,7 +38,7 @@ class RedisBase:
         super().__init_subclass__(**kwargs)
         for name, value in list(vars(cls).items()):
             if not name.startswith("_") and inspect.isfunction(value):
-                setattr(cls, name, translating(value))
+                setattr(cls, name, translating(value, _count_out_of_memory))
 
     def __init__(
         self,
@@ -111,3 +111,9 @@ def entry(shard: int, entry_id: str, fields: dict[Any, Any]) -> StreamEntry:
     except ValueError as error:
         raise MalformedEntry(decoded["m"], "delivery count is not a number") from error
     return StreamEntry(shard, entry_id, member, deliveries)
+
+
+def _count_out_of_memory(role: RedisBase) -> None:
+    """Counts a write Redis refused for want of memory (at maxmemory, nothing it may evict): the loops wait
+    it out as a blip; this metric, its alarm (template.yaml) and /healthz say why."""
+    role._metrics.count("RedisOutOfMemory")

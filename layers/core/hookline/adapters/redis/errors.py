@@ -10,6 +10,7 @@ import redis
 from redis.exceptions import (
     ClusterDownError,
     ClusterError,
+    OutOfMemoryError,
     RedisClusterException,
     SlotNotCoveredError,
     TryAgainError,
@@ -21,8 +22,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Error replies that mean "not now" rather than "wrong": a blocked read whose key was deleted (FLUSHALL),
 # a server loading its data, a replica promoted or demoted mid fail-over, a cluster re-sharding, a script
-# running too long. Script errors quote the reply after a dash, so both forms are matched.
-TRANSIENT_REPLIES = ("UNBLOCKED", "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY")
+# running too long, a server at its maxmemory refusing writes (OOM: it lasts until keys expire, are
+# deleted or evicted, or the limit is raised; reads and deletes go on meanwhile). Script errors quote the
+# reply after a dash, so both forms are matched.
+TRANSIENT_REPLIES = (
+    "UNBLOCKED",
+    "LOADING",
+    "READONLY",
+    "MASTERDOWN",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "BUSY",
+    "OOM",
+)
 
 # What redis-py's cluster client raises (outside RedisError) when it cannot reach or map the cluster: no
 # startup node answers while it refreshes its slot map (a whole-cluster outage, a cold start during one),
@@ -46,14 +58,24 @@ def is_transient(error: redis.RedisError) -> bool:
         ClusterDownError,
         ClusterError,
         TryAgainError,
+        OutOfMemoryError,
     )
     if isinstance(error, transient_classes):
         return True
+    return any(_replied(error, code) for code in TRANSIENT_REPLIES)
+
+
+def is_out_of_memory(error: redis.RedisError) -> bool:
+    """Tells whether Redis refused a write for want of memory (at maxmemory, nothing it may evict)."""
+    return isinstance(error, OutOfMemoryError) or _replied(error, "OOM")
+
+
+def _replied(error: redis.RedisError, code: str) -> bool:
+    """Tells whether error is a reply with code, as the reply's first word or quoted inside a script's."""
     if not isinstance(error, redis.ResponseError):
         return False
     message = str(error)
-    first = message.split(" ", 1)[0]
-    return first in TRANSIENT_REPLIES or any(f"-{code} " in message for code in TRANSIENT_REPLIES)
+    return message.split(" ", 1)[0] == code or f"-{code} " in message
 
 
 def is_transient_cluster(error: RedisClusterException) -> bool:
@@ -72,8 +94,12 @@ def unavailable(error: Exception) -> IndexUnavailable:
     return unavailable_error
 
 
-def translating(method: F) -> F:
-    """Wraps an adapter method so that transient Redis errors leave it as IndexUnavailable."""
+def translating(method: F, out_of_memory: Callable[[Any], None] | None = None) -> F:
+    """Wraps an adapter method so that transient Redis errors leave it as IndexUnavailable.
+
+    out_of_memory, when given, is called with the method's first argument (the adapter) each time Redis
+    refuses the method's write for want of memory, before the IndexUnavailable is raised.
+    """
 
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -81,6 +107,8 @@ def translating(method: F) -> F:
             return method(*args, **kwargs)
         except redis.RedisError as error:
             if is_transient(error):
+                if out_of_memory is not None and is_out_of_memory(error):
+                    out_of_memory(args[0])
                 raise unavailable(error) from error
             raise
         except RedisClusterException as error:

@@ -1,8 +1,15 @@
-"""Finds and loads the Lua scripts kept as .lua files in the repository's lua/ folder."""
+"""Finds and loads the Lua scripts kept as .lua files in the repository's lua/ folder.
+
+A script may share code with others: a line `-- @include <fragment>` in it is replaced, at load time, by
+lua/shared/<fragment>.lua (EVALSHA runs one self-contained chunk, and Redis has no include of its own). A
+fragment defines local functions and constants only, reads no KEYS or ARGV (the script passes them in), and
+includes nothing itself.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from functools import cache
 from pathlib import Path
 
@@ -24,6 +31,9 @@ SCRIPT_NAMES = (
     "cron_set",
     "fanout_reserve",
 )
+FRAGMENT_NAMES = ("waiter_queue",)
+FRAGMENT_DIR = "shared"
+_INCLUDE = re.compile(r"^-- @include (\w+)$", re.MULTILINE)
 
 
 def lua_dir() -> Path:
@@ -43,7 +53,20 @@ def lua_dir() -> Path:
     raise FileNotFoundError("no lua/ folder with promote.lua found; set HOOKLINE_LUA_DIR")
 
 
+def fragment_source(name: str) -> str:
+    """Returns the source of lua/shared/<name>.lua, a fragment scripts include.
+
+    Raises:
+        ValueError: name is not one of FRAGMENT_NAMES.
+    """
+    if name not in FRAGMENT_NAMES:
+        raise ValueError(f"unknown Lua fragment {name!r}; the fragments are {FRAGMENT_NAMES}")
+    return (lua_dir() / FRAGMENT_DIR / f"{name}.lua").read_text()
+
+
 @cache
 def script_source(name: str) -> str:
-    """Returns the source of lua/<name>.lua."""
-    return (lua_dir() / f"{name}.lua").read_text()
+    """Returns the source of lua/<name>.lua, each `-- @include <fragment>` line replaced by the fragment."""
+    return _INCLUDE.sub(
+        lambda match: fragment_source(match[1]).rstrip("\n"), (lua_dir() / f"{name}.lua").read_text()
+    )
