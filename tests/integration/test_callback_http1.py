@@ -1,4 +1,4 @@
-"""The callback client's own HTTP/1.1 (adapters/http/wire.py): framing, keep-alive and when a connection is
+"""The callback client's own HTTP/1.1 (adapters/http/http1.py): framing, keep-alive and when a connection is
 not reused, against raw loopback servers that answer several requests on one connection."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from hookline.adapters.http.client import HttpCallbackClient
-from hookline.adapters.http.wire import Connection, encode_request, idle_socket_unusable
+from hookline.adapters.http.http1 import Connection, Endpoint, encode_request
+from hookline.adapters.sockets import idle_socket_unusable
 from hookline.domain.callbacks import CallbackRequest
 from tests.integration.test_callback_client import tls_contexts_for
 from tests.support.raw_http import Handler, RawConnection, RawServer
@@ -232,7 +233,7 @@ def test_given_a_request_far_past_the_socket_buffers_when_exchanged_then_sent_wh
     if secure:
         ours = client_tls.wrap_socket(ours, server_hostname="hooks.test")
     ours.setblocking(False)
-    connection = Connection(ours, ("https" if secure else "http", "hooks.test", 443, "127.0.0.1"))
+    connection = Connection(ours, Endpoint("https" if secure else "http", "hooks.test", 443, "127.0.0.1"))
     head = encode_request(
         "POST", "/hook", [(b"Host", b"hooks.test"), (b"Content-Length", b"%d" % len(body))], body
     )
