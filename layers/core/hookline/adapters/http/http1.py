@@ -380,15 +380,7 @@ class Connection:
         matched = _STATUS_LINE.fullmatch(status_line)
         if matched is None:
             raise ProtocolViolation(f"malformed status line {status_line[:_QUOTE_BYTES]!r}")
-        headers: list[tuple[str, str]] = []
-        for line in lines:
-            name, colon, raw_value = line.partition(b":")
-            if not colon or not _TOKEN.fullmatch(name):
-                raise ProtocolViolation(f"malformed header line {line[:_QUOTE_BYTES]!r}")
-            value = raw_value.strip(b" \t")
-            if not _FIELD_VALUE.fullmatch(value):
-                raise ProtocolViolation(f"invalid character in header {name[:_QUOTE_BYTES]!r}")
-            headers.append((name.decode("ascii").lower(), value.decode("latin-1")))
+        headers = [_header_field(line) for line in lines]
         _content_length(headers)
         return int(matched.group(1)), int(matched.group(2)), headers
 
@@ -482,11 +474,23 @@ class Connection:
             if self._read_line(2, deadline_s):
                 raise ProtocolViolation("chunk data longer than its size")
         trailer_bytes = 0
-        while line := self._read_line(MAX_HEAD_BYTES, deadline_s):  # trailers: read and ignored
+        while line := self._read_line(MAX_HEAD_BYTES, deadline_s):  # trailers: checked, then ignored
+            _header_field(line)
             trailer_bytes += len(line) + 2
             if trailer_bytes > MAX_HEAD_BYTES:
                 raise ProtocolViolation(f"trailers over {MAX_HEAD_BYTES} bytes")
         return True
+
+
+def _header_field(line: bytes) -> tuple[str, str]:
+    """Parses one header (or trailer) line: returns its lower-cased name and its value without the OWS."""
+    name, colon, raw_value = line.partition(b":")
+    if not colon or not _TOKEN.fullmatch(name):
+        raise ProtocolViolation(f"malformed header line {line[:_QUOTE_BYTES]!r}")
+    value = raw_value.strip(b" \t")
+    if not _FIELD_VALUE.fullmatch(value):
+        raise ProtocolViolation(f"invalid character in header {name[:_QUOTE_BYTES]!r}")
+    return name.decode("ascii").lower(), value.decode("latin-1")
 
 
 def _joined(headers: list[tuple[str, str]], name: str) -> str:
