@@ -1,5 +1,5 @@
-"""The callback client's connections: whose callbacks a kept-alive connection carries, when it is reused, retried
-or dropped, and which of a name's addresses it goes to, against raw loopback servers."""
+"""The callback client's connections: whose callbacks a kept-alive connection carries, when it is reused,
+retried or dropped, and which of a name's addresses it goes to, against raw loopback servers."""
 
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def test_given_a_new_connection_closed_without_an_answer_when_delivered_then_not
     [(b"timeout=1", 2), (b"timeout=5, max=100", 1), (b"max=100", 1)],
     ids=["closes-within-a-second", "five-seconds", "no-timeout"],
 )
-def test_given_a_keep_alive_timeout_when_delivered_again_then_the_connection_is_kept_only_if_it_outlasts_a_margin(
+def test_given_a_keep_alive_timeout_when_delivered_again_then_kept_only_if_it_outlasts_a_margin(
     client: HttpCallbackClient, keep_alive: bytes, connections: int
 ) -> None:
     answer = b"HTTP/1.1 200 OK\r\nKeep-Alive: " + keep_alive + b"\r\nContent-Length: 2\r\n\r\nok"

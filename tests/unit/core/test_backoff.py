@@ -1,4 +1,4 @@
-"""Retry delays: exponential with full jitter, a floor, a cap, and Retry-After as a lower bound up to the cap."""
+"""Retry delays: exponential with full jitter, a floor, a cap, and Retry-After as a floor up to that cap."""
 
 from __future__ import annotations
 

@@ -70,7 +70,8 @@ _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FIELD_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
 _TARGET = re.compile(r"[\x21-\x7e]+")
 _STATUS_LINE = re.compile(rb"HTTP/1\.([01]) ([1-9][0-9][0-9])(?: [\t\x20-\x7e\x80-\xff]*)?")
-_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,15}")
+# A chunk-size line: the size, then extensions (not parsed: nothing uses them) or trailing whitespace.
+_CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,15})(?:;[^\n]*)?[ \t]*")
 _HEAD_END = re.compile(rb"\n\r?\n")  # the blank line after the headers: CRLF or bare LF endings
 _KEEP_ALIVE_TIMEOUT = re.compile(r"(?:^|[,;\s])timeout\s*=\s*([0-9]{1,6})(?:$|[,;\s])", re.IGNORECASE)
 # A server's announced idle timeout is trusted less this margin: its clock started when it sent the answer.
@@ -455,10 +456,11 @@ class Connection:
     def _read_chunked(self, preview: bytearray, preview_bytes: int, deadline_s: float) -> bool:
         """Reads a chunked body into preview (up to preview_bytes); returns whether it was read to its end."""
         while True:
-            size_field = self._read_line(MAX_CHUNK_LINE_BYTES, deadline_s).partition(b";")[0].strip(b" \t")
-            if not _CHUNK_SIZE.fullmatch(size_field):
-                raise ProtocolViolation(f"malformed chunk size {size_field[:_QUOTE_BYTES]!r}")
-            size = int(size_field, 16)
+            size_line = self._read_line(MAX_CHUNK_LINE_BYTES, deadline_s)
+            matched = _CHUNK_LINE.fullmatch(size_line)
+            if matched is None:
+                raise ProtocolViolation(f"malformed chunk size {size_line[:_QUOTE_BYTES]!r}")
+            size = int(matched.group(1), 16)
             if size == 0:
                 break
             room = preview_bytes + 1 - len(preview)
