@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-import redis
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -155,7 +154,7 @@ def _check_rate(found: Principal) -> None:
     now_ms = current.clock.now_ms()
     try:
         verdict = current.index.admit_api_call(found.key_id, now_ms, limit, RATE_WINDOW_MS, uuid.uuid4().hex)
-    except (redis.RedisError, IndexUnavailable):
+    except IndexUnavailable:
         # Fail open: every route's state lives in DynamoDB, which throttles on its own; refusing all
         # traffic because the limiter is down would turn a Redis outage into an API outage.
         logger.warning("API rate limiter unavailable; admitting the request", exc_info=True)
