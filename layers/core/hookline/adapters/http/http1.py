@@ -16,7 +16,9 @@ proxy, pipeline, speak HTTP/2, or resolve a name (the caller passes the checked 
 A receiver controls every byte of its answer, so the parser is strict and bounded rather than lenient:
 - the status line and headers together are at most MAX_HEAD_BYTES (as h11's default); a line ends with
   CRLF or a bare LF (RFC 9112 2.2 lets a recipient accept LF, as h11 does), never a bare CR;
-- a header name is an RFC 9110 token, a value has no control character but HTAB (no NUL, no bare CR);
+- a header name is an RFC 9110 token; a received value (and the reason phrase) has no NUL, CR, LF, VT or
+  FF, as h11 reads them (other control characters, which RFC 9110 does not allow, are let through: they
+  cannot end or hide a line, and a stray one in a header nobody reads must not discard the answer);
   obsolete line folding is refused;
 - Content-Length is ASCII digits (repeated values must agree), checked with the head: a response whose
   length is invalid is discarded whole (RFC 9112 6.3);
@@ -67,9 +69,10 @@ JOIN_BODY_BYTES = 16 * 1024
 _QUOTE_BYTES = 80  # how much of an offending line an error message quotes
 
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_FIELD_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
+_FIELD_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")  # what a request's header value may hold
+_RECEIVED_VALUE = re.compile(rb"[^\x00\n\r\x0b\x0c]*")  # what a response's may hold (see the module)
 _TARGET = re.compile(r"[\x21-\x7e]+")
-_STATUS_LINE = re.compile(rb"HTTP/1\.([01]) ([1-9][0-9][0-9])(?: [\t\x20-\x7e\x80-\xff]*)?")
+_STATUS_LINE = re.compile(rb"HTTP/1\.([01]) ([1-9][0-9][0-9])(?: [^\x00\n\r\x0b\x0c]*)?")
 # A chunk-size line: the size, then extensions (not parsed: nothing uses them) or trailing whitespace.
 _CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,15})(?:;[^\n]*)?[ \t]*")
 _HEAD_END = re.compile(rb"\n\r?\n")  # the blank line after the headers: CRLF or bare LF endings
@@ -77,6 +80,7 @@ _KEEP_ALIVE_TIMEOUT = re.compile(r"(?:^|[,;\s])timeout\s*=\s*([0-9]{1,6})(?:$|[,
 # A server's announced idle timeout is trusted less this margin: its clock started when it sent the answer.
 KEEP_ALIVE_MARGIN_S = 1.0
 _NO_BODY_STATUSES = frozenset({204, 304})
+_FRAMING_NAMES = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
 
 
 class WireError(Exception):
@@ -292,17 +296,17 @@ class Connection:
         if len(body) > JOIN_BODY_BYTES:
             self._send(body, deadline_s)
         for _ in range(MAX_INFORMATIONAL + 1):
-            version, status, headers = self._read_head(deadline_s)
+            version, status, headers, fields = self._read_head(deadline_s)
             if status >= 200:
                 break
             if status == 101:
                 raise ProtocolViolation("unexpected 101 Switching Protocols: no upgrade was asked for")
         else:
             raise ProtocolViolation(f"more than {MAX_INFORMATIONAL} informational responses")
-        framing = "none" if method == "HEAD" or status in _NO_BODY_STATUSES else _framing(headers)
+        framing = "none" if method == "HEAD" or status in _NO_BODY_STATUSES else _framing(fields)
         preview = bytearray()
         try:
-            complete = self._read_body(framing, headers, preview, preview_bytes, deadline_s)
+            complete = self._read_body(framing, fields, preview, preview_bytes, deadline_s)
         except (WireError, OSError) as exc:
             if framing in ("length", "close"):  # the unread body is still in the buffer
                 preview += self._buffer[: preview_bytes - len(preview)]
@@ -313,10 +317,10 @@ class Connection:
             and framing in ("none", "length", "chunked")
             and version == 1
             and not self._buffer
-            and "close" not in _tokens(headers, "connection")
+            and "close" not in _tokens(fields, "connection")
         )
         if reusable:
-            self.idle_limit_s = _keep_alive_s(headers)
+            self.idle_limit_s = _keep_alive_s(fields)
             reusable = self.idle_limit_s is None or self.idle_limit_s > 0
         return Response(status, dict(headers), bytes(preview)), reusable
 
@@ -371,8 +375,8 @@ class Connection:
         if not self._poller.poll(remaining_ms):
             raise Timeout(message)
 
-    def _read_head(self, deadline_s: float) -> tuple[int, int, list[tuple[str, str]]]:
-        """Reads and parses one response head: returns (minor version, status, headers).
+    def _read_head(self, deadline_s: float) -> tuple[int, int, list[tuple[str, str]], dict[str, str]]:
+        """Reads and parses one response head: returns (minor version, status, headers, framing fields).
 
         Its Content-Length is checked here too: a response whose Content-Length is invalid is discarded
         whole (RFC 9112 6.3), so it raises like a malformed head.
@@ -382,8 +386,9 @@ class Connection:
         if matched is None:
             raise ProtocolViolation(f"malformed status line {status_line[:_QUOTE_BYTES]!r}")
         headers = [_header_field(line) for line in lines]
-        _content_length(headers)
-        return int(matched.group(1)), int(matched.group(2)), headers
+        fields = _framing_fields(headers)
+        _content_length(fields)
+        return int(matched.group(1)), int(matched.group(2)), headers, fields
 
     def _take_head(self, deadline_s: float) -> bytes:
         """Reads up to the blank line that ends a response head and returns the head without it."""
@@ -405,7 +410,7 @@ class Connection:
     def _read_body(
         self,
         framing: str,
-        headers: list[tuple[str, str]],
+        fields: dict[str, str],
         preview: bytearray,
         preview_bytes: int,
         deadline_s: float,
@@ -416,7 +421,7 @@ class Connection:
         if framing in ("chunked", "close-chunked"):
             return self._read_chunked(preview, preview_bytes, deadline_s)
         if framing == "length":
-            length = _content_length(headers)
+            length = _content_length(fields)
             assert length is not None  # _framing said so
             return self._read_length(length, preview, preview_bytes, deadline_s)
         self._read_until_close(preview, preview_bytes, deadline_s)
@@ -490,22 +495,29 @@ def _header_field(line: bytes) -> tuple[str, str]:
     if not colon or not _TOKEN.fullmatch(name):
         raise ProtocolViolation(f"malformed header line {line[:_QUOTE_BYTES]!r}")
     value = raw_value.strip(b" \t")
-    if not _FIELD_VALUE.fullmatch(value):
+    if not _RECEIVED_VALUE.fullmatch(value):
         raise ProtocolViolation(f"invalid character in header {name[:_QUOTE_BYTES]!r}")
     return name.decode("ascii").lower(), value.decode("latin-1")
 
 
-def _joined(headers: list[tuple[str, str]], name: str) -> str:
-    """Returns the values of every header called name, joined by commas (empty when absent)."""
-    return ",".join(value for header, value in headers if header == name)
+def _framing_fields(headers: list[tuple[str, str]]) -> dict[str, str]:
+    """Returns the headers that frame a message or keep its connection, each one's values comma-joined."""
+    fields: dict[str, str] = {}
+    for name, value in headers:
+        if name in _FRAMING_NAMES:
+            fields[name] = f"{fields[name]},{value}" if name in fields else value
+    return fields
 
 
-def _tokens(headers: list[tuple[str, str]], name: str) -> list[str]:
-    """Returns the comma-separated elements of every header called name, lower-cased, empty ones dropped."""
-    return [token for part in _joined(headers, name).split(",") if (token := part.strip(" \t").lower())]
+def _tokens(fields: dict[str, str], name: str) -> list[str]:
+    """Returns the comma-separated elements of a field, lower-cased, empty ones dropped."""
+    value = fields.get(name)
+    if value is None:
+        return []
+    return [token for part in value.split(",") if (token := part.strip(" \t").lower())]
 
 
-def _framing(headers: list[tuple[str, str]]) -> str:
+def _framing(fields: dict[str, str]) -> str:
     """Says how a final response's body is delimited (RFC 9112 6.3): "chunked", "length", "close" (until the
     connection ends), or "close-chunked" (chunked, and the connection is not reused afterwards).
 
@@ -513,26 +525,29 @@ def _framing(headers: list[tuple[str, str]]) -> str:
     connection. A message with both is suspect (request smuggling): its body is read as chunked and the
     connection is never reused.
     """
-    codings = _tokens(headers, "transfer-encoding")
+    codings = _tokens(fields, "transfer-encoding")
     if codings:
         if codings[-1] != "chunked":
             return "close"
-        return "close-chunked" if any(name == "content-length" for name, _ in headers) else "chunked"
-    return "close" if _content_length(headers) is None else "length"
+        return "close-chunked" if "content-length" in fields else "chunked"
+    return "length" if "content-length" in fields else "close"
 
 
-def _keep_alive_s(headers: list[tuple[str, str]]) -> float | None:
+def _keep_alive_s(fields: dict[str, str]) -> float | None:
     """Returns how long a connection may idle by the response's `Keep-Alive: timeout=N`, less a margin
     (0 or less: do not keep it); None when the response announced no timeout."""
-    matched = _KEEP_ALIVE_TIMEOUT.search(_joined(headers, "keep-alive"))
+    value = fields.get("keep-alive")
+    matched = None if value is None else _KEEP_ALIVE_TIMEOUT.search(value)
     return None if matched is None else int(matched.group(1)) - KEEP_ALIVE_MARGIN_S
 
 
-def _content_length(headers: list[tuple[str, str]]) -> int | None:
+def _content_length(fields: dict[str, str]) -> int | None:
     """Returns the Content-Length, None when absent; refuses malformed or disagreeing values."""
-    values = _joined(headers, "content-length")
-    if not values and not any(name == "content-length" for name, _ in headers):
+    values = fields.get("content-length")
+    if values is None:
         return None
+    if values.isdigit() and values.isascii() and len(values) <= MAX_CONTENT_LENGTH_DIGITS:
+        return int(values)  # one plain value: the common case
     lengths = set()
     for raw_value in values.split(","):
         value = raw_value.strip(" \t")
