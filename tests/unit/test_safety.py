@@ -339,3 +339,14 @@ def test_given_too_many_names_in_flight_when_a_new_name_is_checked_then_dns_time
 
     with pytest.raises(DnsTimeout, match="too many lookups in flight"):
         check_url(f"https://{HOST}/", allow_loopback=False, resolver=hanging, lookup_timeout_s=60.0)
+
+
+def test_given_lookups_one_after_another_when_checked_then_one_helper_thread_serves_them_all() -> None:
+    def helpers() -> int:
+        return sum(t.name == lookup.HELPER_THREAD_NAME for t in threading.enumerate())
+
+    before = helpers()  # idle helpers of earlier tests wait a while for more work
+    for n in range(50):
+        check_url(f"https://name-{n}.example/", allow_loopback=False, resolver=resolving_to("93.184.216.34"))
+
+    assert helpers() <= max(before, 1)
