@@ -190,7 +190,6 @@ class Connection:
         idle_since_s: When its last exchange ended (time.monotonic()).
         idle_limit_s: How long it may stay idle, learned from the last response's `Keep-Alive: timeout=N`
             (less KEEP_ALIVE_MARGIN_S); None when the response announced none.
-        exchanges: How many exchanges it completed: a reused connection has at least one.
         received: Bytes read in the current exchange (0: the receiver has not answered at all).
     """
 
@@ -199,7 +198,6 @@ class Connection:
         self.owner = owner
         self.idle_since_s = 0.0
         self.idle_limit_s: float | None = None
-        self.exchanges = 0
         self.received = 0
         self._sock = sock
         self._buffer = bytearray()
@@ -311,7 +309,6 @@ class Connection:
             if framing in ("length", "close"):  # the unread body is still in the buffer
                 preview += self._buffer[: preview_bytes - len(preview)]
             return Response(status, dict(headers), bytes(preview), f"{type(exc).__name__}: {exc}"), False
-        self.exchanges += 1
         reusable = (
             complete
             and framing in ("none", "length", "chunked")
