@@ -4,12 +4,14 @@ retried or dropped, and which of a name's addresses it goes to, against raw loop
 from __future__ import annotations
 
 import itertools
+import socket
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
+from hookline.adapters.http import client as client_module
 from hookline.adapters.http.client import HttpCallbackClient
 from hookline.domain.callbacks import CallbackRequest
 from tests.support.raw_http import Handler, RawConnection, RawServer, replying
@@ -197,6 +199,33 @@ def test_given_a_name_whose_first_addresses_refuse_when_delivered_then_the_next_
     ):
         result = named.deliver(post(f"http://hooks.test:{server.port}/hook"))
 
+    assert (result.status_code, result.error_class) == (200, None)
+    assert len(server.connections) == 1
+
+
+def test_given_a_first_address_that_never_answers_when_delivered_then_it_gets_its_share_and_the_next_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(client_module, "CONNECT_SHARE_MIN_S", 0.1)
+    with (
+        RawServer(serving(OK)) as server,
+        socket.create_server(("127.0.0.2", server.port), backlog=0) as dead,
+    ):
+        # Linux drops SYNs to a listener whose accept queue is full: a connect to it hangs, like a dead host.
+        fillers = [socket.socket() for _ in range(3)]
+        for filler in fillers:
+            filler.setblocking(False)
+            filler.connect_ex(dead.getsockname())
+        resolver = lambda host, port: ["127.0.0.2", "127.0.0.1"]  # noqa: E731
+        try:
+            with HttpCallbackClient(allow_loopback=True, resolver=resolver) as named:
+                request = CallbackRequest(f"http://hooks.test:{server.port}/hook", "POST", {}, b"{}", 3.0)
+                result = named.deliver(request)
+        finally:
+            for filler in fillers:
+                filler.close()
+
+    # The dead address had half of the 3 s (the time left over the addresses left), not all of it.
     assert (result.status_code, result.error_class) == (200, None)
     assert len(server.connections) == 1
 
