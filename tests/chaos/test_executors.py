@@ -150,7 +150,8 @@ def fencing() -> Behaviour:
 # margin, re-delivery after 4 s idle, and a reaper every second. Fencing does not depend on these
 # figures (the recovery targets are measured in the kill scenario at production timings).
 FENCING_SETTINGS = {"HOOKLINE_LEASE_MARGIN_MS": "1000", "HOOKLINE_REDELIVER_AFTER_MS": "4000"}
-FENCED_JOB = {"timeout_s": 2, "min_backoff_s": 1, "max_backoff_s": 1, "max_attempts": 5}
+# The maximum backoff caps a receiver's Retry-After: at 10 s it lets the take-over's 10 s through.
+FENCED_JOB = {"timeout_s": 2, "min_backoff_s": 1, "max_backoff_s": 10, "max_attempts": 5}
 
 
 def test_executor_sigstopped_past_its_lease_then_resumed(make_world: MakeWorld, record: Record) -> None:

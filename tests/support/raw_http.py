@@ -60,18 +60,27 @@ Handler = Callable[[RawConnection], None]
 
 
 class RawServer:
-    """Accepts connections on 127.0.0.1 and runs handler on each, one thread per connection.
+    """Accepts connections on a loopback address and runs handler on each, one thread per connection.
 
     `connections` lists every connection served, so a test can read how many bytes each got out before
     the client closed it; `__exit__` stops the handlers and waits for them.
     """
 
-    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None, receive_buffer: int = 0) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        tls: ssl.SSLContext | None = None,
+        receive_buffer: int = 0,
+        host: str = "127.0.0.1",
+    ) -> None:
         """tls: serve HTTPS with this server-side context; receive_buffer: SO_RCVBUF of every accepted
-        connection (small, so a client's large request waits for the server to read)."""
+        connection (small, so a client's large request waits for the server to read); host: the loopback
+        address to listen on ("::1" for IPv6)."""
         self._handler = handler
         self._tls = tls
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._host = host
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._listener = socket.create_server((host, 0), family=family)
         if receive_buffer:
             self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
         self._listener.settimeout(ACCEPT_POLL_S)
@@ -83,7 +92,8 @@ class RawServer:
 
     def url(self, path: str = "/hook") -> str:
         """Returns the URL of path on this server."""
-        return f"http://127.0.0.1:{self.port}{path}"
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self.port}{path}"
 
     def __enter__(self) -> RawServer:
         self._acceptor.start()

@@ -117,7 +117,15 @@ def test_given_name_resolving_to_non_global_address_when_checked_then_unsafe_wit
 def test_given_global_address_when_checked_then_pinned(address: str, pinned: str) -> None:
     target = check_url(f"https://{HOST}/hook?a=1", allow_loopback=False, resolver=resolving_to(address))
 
-    assert target == ResolvedTarget("https", HOST, 443, "/hook?a=1", ip=pinned)
+    assert target == ResolvedTarget("https", HOST, 443, "/hook?a=1", ips=(pinned,))
+
+
+def test_given_several_global_addresses_when_checked_then_every_one_kept_in_order_once() -> None:
+    resolver = resolving_to("2606:4700::1111", "93.184.216.34", "::ffff:93.184.216.34", "93.184.216.35")
+
+    target = check_url(f"https://{HOST}/hook", allow_loopback=False, resolver=resolver)
+
+    assert target.ips == ("2606:4700::1111", "93.184.216.34", "93.184.216.35")
 
 
 def test_given_one_private_answer_among_public_when_checked_then_unsafe_naming_neither() -> None:
@@ -211,7 +219,7 @@ def test_given_a_name_idna_cannot_encode_when_checked_then_unsafe_but_not_unreso
     [("http://8.8.8.8/", "8.8.8.8"), ("http://[2606:4700::1111]:8443/", "2606:4700::1111")],
 )
 def test_given_ip_literal_when_checked_then_used_without_resolving(url: str, ip: str) -> None:
-    assert check_url(url, allow_loopback=False, resolver=forbidden_resolver).ip == ip
+    assert check_url(url, allow_loopback=False, resolver=forbidden_resolver).ips == (ip,)
 
 
 def test_given_ip_literal_loopback_when_checked_then_unsafe_saying_which_kind() -> None:
@@ -255,6 +263,9 @@ def hanging() -> Iterator[Resolver]:
 
     yield hang
     release.set()
+    deadline_s = time.monotonic() + 5.0  # the released lookups end on their helper threads
+    while lookup.names_in_flight() and time.monotonic() < deadline_s:
+        time.sleep(0.01)
 
 
 def test_given_lookup_that_hangs_when_checked_then_dns_timeout_at_the_limit(hanging: Resolver) -> None:
@@ -287,15 +298,55 @@ def test_given_dns_timeout_when_answered_by_the_api_then_503_dns_timeout() -> No
     assert '"code": "dns_timeout"' in str(response.body)
 
 
-def test_given_every_helper_hung_when_checked_then_no_more_threads_and_still_dns_timeout(
+def test_given_more_lookups_hung_than_helpers_once_allowed_when_a_healthy_name_is_checked_then_it_resolves(
     hanging: Resolver,
 ) -> None:
+    # Hung lookups once held every helper slot (8), and a name that resolves at once then waited its whole
+    # limit for a slot and failed with dns_timeout.
+    for n in range(12):
+        with pytest.raises(DnsTimeout):
+            check_url(
+                f"https://hung-{n}.example/", allow_loopback=False, resolver=hanging, lookup_timeout_s=0.05
+            )
+
+    target = check_url(
+        f"https://{HOST}/", allow_loopback=False, resolver=resolving_to("93.184.216.34"), lookup_timeout_s=2.0
+    )
+
+    assert target.ips == ("93.184.216.34",)
+
+
+def test_given_one_hung_name_checked_again_and_again_then_one_lookup_serves_every_caller(
+    hanging: Resolver,
+) -> None:
+    before = lookup.names_in_flight()
+    for _ in range(20):
+        with pytest.raises(DnsTimeout):
+            check_url(f"https://{HOST}/", allow_loopback=False, resolver=hanging, lookup_timeout_s=0.01)
+
+    assert lookup.names_in_flight() == before + 1
+
+
+def test_given_too_many_names_in_flight_when_a_new_name_is_checked_then_dns_timeout_at_once(
+    hanging: Resolver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lookup, "MAX_NAMES_IN_FLIGHT", lookup.names_in_flight() + 2)
+    for n in range(2):
+        with pytest.raises(DnsTimeout):
+            check_url(
+                f"https://held-{n}.example/", allow_loopback=False, resolver=hanging, lookup_timeout_s=0.01
+            )
+
+    with pytest.raises(DnsTimeout, match="too many lookups in flight"):
+        check_url(f"https://{HOST}/", allow_loopback=False, resolver=hanging, lookup_timeout_s=60.0)
+
+
+def test_given_lookups_one_after_another_when_checked_then_one_helper_thread_serves_them_all() -> None:
     def helpers() -> int:
         return sum(t.name == lookup.HELPER_THREAD_NAME for t in threading.enumerate())
 
-    before = helpers()  # hung helpers of earlier tests may still be waiting for their release
-    for _ in range(lookup.MAX_PENDING_LOOKUPS + 3):
-        with pytest.raises(DnsTimeout):
-            check_url(f"https://{HOST}/", allow_loopback=False, resolver=hanging, lookup_timeout_s=0.05)
+    before = helpers()  # idle helpers of earlier tests wait a while for more work
+    for n in range(50):
+        check_url(f"https://name-{n}.example/", allow_loopback=False, resolver=resolving_to("93.184.216.34"))
 
-    assert helpers() <= max(before, lookup.MAX_PENDING_LOOKUPS)
+    assert helpers() <= max(before, 1)

@@ -77,3 +77,30 @@ def test_given_a_failing_batch_when_acked_then_it_is_counted_and_later_batches_s
     # The failed entry stays pending in Redis, for a recoverer; the next one is acknowledged.
     assert stream.batches == [[second.entry_id]]
     assert metrics.counts["AckErrors"] == 1
+
+
+class StuckStream:
+    """The ack_many of a stream whose Redis stopped answering: it returns once released (10 s at most)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.returned = threading.Event()
+
+    def ack_many(self, entries: Sequence[StreamEntry]) -> int:
+        self.release.wait(timeout=10)
+        self.returned.set()
+        return len(entries)
+
+
+def test_given_a_batch_stuck_on_redis_when_running_ends_then_it_stops_waiting_at_its_bound() -> None:
+    stream = StuckStream()
+    acker = Acker(stream, RecordingMetrics(), gather_ms=0, stop_s=0.2)  # type: ignore[arg-type]
+
+    try:
+        with acker.running():
+            acker.ack(entries(1)[0])
+        # running() ended while the batch was still stuck: it did not wait for Redis.
+        assert not stream.returned.is_set()
+        assert not acker.active
+    finally:
+        stream.release.set()

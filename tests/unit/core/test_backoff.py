@@ -1,4 +1,4 @@
-"""Retry delays: exponential with full jitter, a floor, a cap, and Retry-After as a lower bound."""
+"""Retry delays: exponential with full jitter, a floor, a cap, and Retry-After as a floor up to that cap."""
 
 from __future__ import annotations
 
@@ -21,10 +21,17 @@ def test_given_attempt_when_jittered_then_between_floor_and_exponential_ceiling(
         assert min(delays) < ceiling / 2 < max(delays)
 
 
-def test_given_retry_after_when_longer_than_backoff_then_it_wins_and_is_capped_at_a_day() -> None:
+def test_given_retry_after_within_the_max_backoff_when_longer_than_the_jitter_then_it_wins() -> None:
     rng = random.Random(0)
-    assert retry_delay_ms(1, 1_000, 2_000, 30.0, rng) == 30_000
-    assert retry_delay_ms(1, 1_000, 2_000, 10 * 86_400.0, rng) == 86_400_000
+    assert retry_delay_ms(1, 1_000, 60_000, 30.0, rng) == 30_000
+    assert retry_delay_ms(1, 1_000, 86_400_000, 10 * 86_400.0, rng) == 86_400_000  # and a day caps it
+
+
+def test_given_retry_after_past_the_jobs_max_backoff_when_computed_then_the_max_backoff_wins() -> None:
+    # The submitter's max_backoff_s is the longest a job waits between attempts; a receiver cannot extend it.
+    rng = random.Random(0)
+    assert retry_delay_ms(1, 1_000, 2_000, 30.0, rng) == 2_000
+    assert retry_delay_ms(1, 1_000, 2_000, 10 * 86_400.0, rng) == 2_000
 
 
 def test_given_retry_after_shorter_than_floor_when_computed_then_floor_wins() -> None:
@@ -34,4 +41,5 @@ def test_given_retry_after_shorter_than_floor_when_computed_then_floor_wins() ->
 def test_given_non_finite_retry_after_when_computed_then_nan_ignored_and_infinity_capped() -> None:
     # NaN would pass min() untouched and crash int(): no Retry-After may stop a retry being scheduled.
     assert retry_delay_ms(1, 1_000, 1_000, float("nan"), random.Random(0)) == 1_000
-    assert retry_delay_ms(1, 1_000, 1_000, float("inf"), random.Random(0)) == 86_400_000
+    assert retry_delay_ms(1, 1_000, 1_000, float("inf"), random.Random(0)) == 1_000
+    assert retry_delay_ms(1, 1_000, 90_000_000, float("inf"), random.Random(0)) == 86_400_000

@@ -72,3 +72,23 @@ def test_given_workers_running_then_their_threads_are_named_after_the_pool() -> 
         workers.submit(0)
 
     assert names == ["deliver_0"]
+
+
+def test_given_work_that_raises_a_base_exception_when_running_then_it_ends_the_worker_instead_of_being_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Halt(BaseException):
+        """Stands for SystemExit or KeyboardInterrupt: no failure of one item."""
+
+    escaped: list[type[BaseException]] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_type))
+
+    def work(item: int) -> None:
+        raise Halt
+
+    workers = Workers(work, 1)
+    with workers.running():
+        workers.submit(0)
+
+    assert escaped == [Halt]
+    assert [record for record in caplog.records if record.exc_info] == []

@@ -82,6 +82,10 @@ def test_given_ready_job_when_callback_succeeds_then_succeeded_and_nothing_left_
     assert world.metrics.counts["Succeeded"] == 1
 
 
+# A job's longest wait between attempts: a receiver's Retry-After is honoured up to it.
+MAX_BACKOFF_S = 3_600
+
+
 @pytest.mark.parametrize(
     ("result", "want_delay_ms", "want_code", "want_error"),
     [
@@ -100,6 +104,13 @@ def test_given_ready_job_when_callback_succeeds_then_succeeded_and_nothing_left_
             "status 503",
             id="given_short_retry_after_then_backoff_wins",
         ),
+        pytest.param(
+            response(429, retry_after_s=7_200),
+            MAX_BACKOFF_S * 1000,
+            429,
+            "status 429",
+            id="given_retry_after_past_the_max_backoff_then_the_max_backoff_wins",
+        ),
         pytest.param(timeout(5), 1_000, None, "timeout", id="given_timeout_then_retried_after_backoff"),
     ],
 )
@@ -107,7 +118,7 @@ def test_given_retryable_failure_when_attempts_remain_then_next_generation_waits
     world: World, result: CallbackResult, want_delay_ms: int, want_code: int | None, want_error: str
 ) -> None:
     world.callbacks.then(result)
-    job = world.submit()
+    job = world.submit(max_backoff_s=MAX_BACKOFF_S)
 
     assert world.drain() == [Disposition.RETRIED]
 
@@ -328,7 +339,7 @@ def test_given_lease_lost_when_both_attempts_retry_then_the_due_index_keeps_the_
 ) -> None:
     seen: dict[str, object] = {}
     world.callbacks.then(during(take_over(world, seen), response(503)), response(503, retry_after_s=600))
-    job = world.submit()
+    job = world.submit(max_backoff_s=MAX_BACKOFF_S)
 
     assert world.drain() == [Disposition.LOST_HOLD]
 

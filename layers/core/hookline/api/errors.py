@@ -6,7 +6,6 @@ import json
 import logging
 from typing import Any
 
-import redis
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
@@ -113,9 +112,6 @@ def failure_response(error: Exception) -> Response[str]:
         return domain_error_response(error)
     if isinstance(error, (BotoCoreError, ClientError)):
         return _aws_error_response(error)
-    if isinstance(error, redis.RedisError):
-        logger.warning("Redis unavailable", extra={"error": repr(error)})
-        return domain_error_response(DependencyDown("redis is unavailable; retry later"))
     logger.error("unhandled error", exc_info=error)
     return error_response(500, "internal_error", "internal error")
 

@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-import redis
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -162,9 +161,8 @@ def _check_rate(found: Principal) -> None:
         return
     try:
         verdict = current.index.admit_api_call(found.key_id, now_ms, limit, RATE_WINDOW_MS, uuid.uuid4().hex)
-    except (redis.RedisError, IndexUnavailable) as error:
-        if isinstance(error, IndexUnavailable):
-            circuit.failed()
+    except IndexUnavailable:
+        circuit.failed()
         logger.warning("API rate limiter unavailable; admitting the request", exc_info=True)
         current.metrics.count("ApiRateLimiterUnavailable")
         return

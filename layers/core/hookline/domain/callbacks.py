@@ -20,6 +20,8 @@ class CallbackRequest:
         deadline_s: An absolute bound, as a time.monotonic() value, that the attempt must not outlive
             whatever timeout_s allows: the caller's own limit, such as its lease or the end of its
             invocation less a margin for recording the outcome. None when only timeout_s applies.
+        tenant: Whose job it is: a kept-alive connection carries only one tenant's callbacks, so one
+            tenant's receiver can never answer another tenant's request.
     """
 
     url: str
@@ -28,6 +30,7 @@ class CallbackRequest:
     body: bytes
     timeout_s: float
     deadline_s: float | None = None
+    tenant: str = ""
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,13 @@ class JobRequest(BaseModel):
     )
     max_attempts: int = Field(default=constants.DEFAULT_MAX_ATTEMPTS, ge=1, le=constants.MAX_ATTEMPTS_LIMIT)
     min_backoff_s: float = Field(default=constants.DEFAULT_MIN_BACKOFF_S, gt=0, le=86_400)
-    max_backoff_s: float = Field(default=constants.DEFAULT_MAX_BACKOFF_S, gt=0, le=86_400)
+    max_backoff_s: float = Field(
+        default=constants.DEFAULT_MAX_BACKOFF_S,
+        gt=0,
+        le=86_400,
+        description="The longest wait between two attempts. A receiver's Retry-After is honoured up to it, "
+        "never past it.",
+    )
     timeout_s: float = Field(default=constants.DEFAULT_TIMEOUT_S, ge=1, le=constants.MAX_TIMEOUT_S)
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=128)
     rate_limit: RateLimit | None = None

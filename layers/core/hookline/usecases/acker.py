@@ -34,6 +34,9 @@ logger = logging.getLogger(__name__)
 
 ACK_GATHER_MS = 2  # how long a first finished entry waits for others to share its round trip
 ACK_BATCH = 64  # entries sent at once at most
+# How long running() waits at its end for the last batches; past it they are left to the recoverer (a batch
+# stuck on a Redis that stopped answering must not hold the executor's invocation past its deadline).
+ACK_STOP_S = 5.0
 
 
 class Acker:
@@ -45,8 +48,10 @@ class Acker:
         metrics: MetricsSink,
         gather_ms: int = ACK_GATHER_MS,
         batch: int = ACK_BATCH,
+        stop_s: float = ACK_STOP_S,
     ) -> None:
         self._stream = stream
+        self._stop_s = stop_s
         self._metrics = metrics
         self._gather_s = gather_ms / 1000
         self._batch = batch
@@ -72,7 +77,11 @@ class Acker:
 
     @contextmanager
     def running(self) -> Iterator[None]:
-        """Acknowledges queued entries in the background; on exit, sends everything still queued."""
+        """Acknowledges queued entries in the background; on exit, sends everything still queued.
+
+        The exit waits at most the acker's stop_s for them: entries not acknowledged by then stay pending in
+        Redis, where a recoverer re-delivers them and their refused claims are acknowledged (see the module).
+        """
         self._stopping = False
         thread = threading.Thread(target=self._loop, name="acker", daemon=True)
         self._thread = thread
@@ -83,7 +92,11 @@ class Acker:
             with self._changed:
                 self._stopping = True
                 self._changed.notify_all()
-            thread.join()
+            thread.join(timeout=self._stop_s)
+            if thread.is_alive():
+                logger.warning(
+                    "acknowledgements still unsent after %g s; left to the recoverer", self._stop_s
+                )
             self._thread = None
 
     def _loop(self) -> None:

@@ -327,7 +327,7 @@ class Executor:
         self._metrics.count("Dispatched")
         lag_ms = job.fire_lag_ms(now_ms)
         self._metrics.timing_ms("ScheduleLagMs", lag_ms)
-        request = CallbackRequest(job.url, job.method, headers, body, timeout_ms / 1000)
+        request = CallbackRequest(job.url, job.method, headers, body, timeout_ms / 1000, tenant=job.tenant)
         result = self._callbacks.deliver(request)
         self._metrics.timing_ms("CallbackLatencyMs", result.latency_ms)
         executions.append(_execution(job, now_ms, self._clock.now_ms(), result))

@@ -79,7 +79,8 @@ class Workers(Generic[Item]):
         while not isinstance(item := self._queue.get(), _Stop):
             try:
                 self._work(item)
-            except BaseException:
+            except Exception:
                 # The work function handles its own failures; this keeps the worker alive for the next item
-                # should one escape it (the entry stays pending: see the module docstring).
+                # should one escape it (the entry stays pending: see the module docstring). A BaseException
+                # (SystemExit, KeyboardInterrupt) is no failure of one item: it ends the worker.
                 logger.exception("a delivery worker's task failed")

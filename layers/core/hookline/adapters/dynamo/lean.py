@@ -55,7 +55,7 @@ from botocore.exceptions import (
 )
 from botocore.parsers import ResponseParserError
 
-from hookline.adapters.http.wire import idle_socket_unusable
+from hookline.adapters.sockets import idle_socket_unusable
 
 # Method name on the boto3 client -> DynamoDB operation.
 LEAN_OPERATIONS = {

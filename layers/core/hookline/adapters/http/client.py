@@ -1,28 +1,42 @@
-"""The HTTP callback client: one attempt per call, pinned to the checked address, never raising.
+"""The HTTP callback client: one attempt per call, to the checked addresses only, never raising.
 
-Design: a minimal HTTP/1.1 client over plain sockets (`wire.py`) with a small pool of kept-alive
+Design: a minimal HTTP/1.1 client over plain sockets (`http1.py`) with a small pool of kept-alive
 connections per executor thread, so threads share nothing on the hot path. It replaced httpcore with h11,
 whose CPU per request was twice a raw `http.client`'s (bench/hotpath.py `--mode callback`), and an executor
 spends most of its time in the callback client.
 
-The client never resolves a name while connecting: it connects to the address `check_url` approved for
-the attempt. Connections are pooled per host name and address, TLS uses the name for SNI and the
-certificate check, and a connection made for a.example is never reused for b.example just because both
-resolve to the same IP, nor for a.example once its checked address changed.
+The client never resolves a name while connecting: it connects only to addresses `check_url` approved for
+the attempt, trying them in the resolver's order until one answers (each TCP connect gets an even share
+of the time left, at least CONNECT_SHARE_MIN_S), so a name with one dead address, or an IPv6 address where
+there is no IPv6 route, is still reached. Connections are pooled per tenant, host name and address: TLS
+uses the name for SNI and the certificate check, a connection made for a.example is never reused for
+b.example just because both resolve to the same IP, nor for a.example at an address no longer approved,
+and one tenant's receiver can never answer another tenant's callback on a shared host (a receiver that
+sends bytes nobody asked for only misleads its own tenant's jobs, and only if they arrive in the instant
+between the check right before reuse and the request).
+
+A connection is kept idle at most KEEPALIVE_EXPIRY_S, less when the response's `Keep-Alive: timeout=N` says
+the server closes it sooner, since common servers close idle connections after 2-5 s. Should a reused
+connection still fail before the receiver sent a single byte (the server closed it as the request went
+out), the request goes once more on a new connection, within the same deadline: the receiver never
+answered, and a callback may be delivered more than once anyway (at-least-once delivery).
 
 The attempt also carries its deadline (the earlier of `timeout_s` and the request's `deadline_s`), and
 every socket operation is clamped to it, so it bounds the whole attempt (connect, TLS, writes, each read),
 not each operation: a receiver dripping one byte a second is cut at the deadline.
 The system DNS lookup blocks and takes no timeout, so it runs on a helper thread and the attempt stops
-waiting for it at the deadline (the lookup ends in the background, within the resolver's own timeout).
+waiting for it at the deadline (`lookup.lookup_within`: the lookup ends in the background).
 A name's addresses are then kept for DNS_CACHE_S, so a busy executor does not pay a thread hand-off and a
 resolver round trip on every callback to the same host. Only what the resolver answered is kept (a failure
-is not), and every attempt still checks each kept address (`check_url`) before pinning one: the cache can
+is not), and every attempt still checks each kept address (`check_url`) before using any: the cache can
 only repeat an answer that was safe, never let an unsafe one through. It makes an address change take up to
-DNS_CACHE_S to be seen, which kept-alive connections (KEEPALIVE_EXPIRY_S) already allow for longer.
+DNS_CACHE_S to be seen.
 A name that does not resolve is a retryable `dns_error`: a DNS outage must not dead-letter every job.
 
-Memory per attempt is bounded whatever the receiver sends: `wire` refuses a status line and headers
+Once the final status line and headers are read, the status is the outcome: a body that then breaks its
+framing, ends early or outlasts the deadline does not turn an accepted callback into a failed one.
+
+Memory per attempt is bounded whatever the receiver sends: `http1` refuses a status line and headers
 over 100 KiB, the body is read only up to the preview size (then the connection is closed, not
 drained), and nothing decompresses it. Redirects are never followed. Nothing the receiver sends makes
 `deliver` raise.
@@ -31,27 +45,24 @@ drained), and nothing decompresses it. Redirects are never followed. Nothing the
 from __future__ import annotations
 
 import logging
-import math
-import re
 import ssl
 import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import UTC
-from email.utils import parsedate_to_datetime
 from types import TracebackType
 
-import httpx
+import certifi
 
-from hookline.adapters.http import wire
+from hookline.adapters.http import http1
+from hookline.adapters.http.lookup import lookup_within
 from hookline.adapters.http.safety import ResolvedTarget, Resolver, check_url, resolve_with_getaddrinfo
+from hookline.domain.backoff import parse_retry_after
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.clock import SystemClock
-from hookline.domain.constants import MAX_RETRY_AFTER_S, RESPONSE_BODY_PREVIEW_BYTES
-from hookline.domain.errors import UnresolvedHost, UnsafeUrl
+from hookline.domain.constants import RESPONSE_BODY_PREVIEW_BYTES
+from hookline.domain.errors import DnsTimeout, UnresolvedHost, UnsafeUrl
 from hookline.ports import Clock
 
 logger = logging.getLogger(__name__)
@@ -62,50 +73,82 @@ _RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "c
 _METHODS_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 # A thread has one request in flight; the rest are kept-alive connections to recently called hosts.
 DEFAULT_CONNECTIONS_PER_THREAD = 4
-DNS_LOOKUP_THREADS = 16  # lookups at once per client; more wait their turn (within their deadline)
-KEEPALIVE_EXPIRY_S = 30.0
-DNS_CACHE_S = 5.0  # how long a name's resolved addresses are reused (shorter than KEEPALIVE_EXPIRY_S)
+# Idle connections are dropped sooner than common servers drop them (nginx 75 s, but Node.js 5 s, Apache
+# 5 s, many load balancers and frameworks 2-5 s); a response's Keep-Alive timeout shortens it further.
+KEEPALIVE_EXPIRY_S = 4.0
+DNS_CACHE_S = 5.0  # how long a name's resolved addresses are reused
 DNS_CACHE_ENTRIES = 1024  # names kept at most; the cache is emptied when full
+# Each address's TCP connect gets the time left divided by the addresses left, but at least this much
+# (as Go's dialer does), so a name with many dead addresses still gets a fair try at each early one.
+CONNECT_SHARE_MIN_S = 2.0
 ERROR_MESSAGE_CHARS = 500  # an execution record keeps this much of an error message
 LOCATION_CHARS = 200  # and this much of a refused redirect's Location
-_DELAY_SECONDS = re.compile(r"[0-9]+")  # ASCII only: \d would also match other scripts' digits
-_MAX_DELAY_DIGITS = 9  # more is over a day anyway
-_MAX_DATE_CHARS = 64  # an HTTP-date is at most 30 characters (RFC 850 form with a long weekday)
+_NOT_MODIFIED = 304  # a 3xx that is no redirect: recorded as the non-2xx answer it is
 
 
 class _ThreadPool:
     """Holds one thread's kept-alive connections, at most max_connections, the oldest dropped first.
 
-    Made on the owning thread, which alone uses it: no lock. A connection is keyed by scheme, host name,
-    port AND the checked address, so it is reused only for the same name (TLS checked that name) at an
-    address that the current attempt's check approved again. Calling `close()` closes them once.
+    Made on the owning thread, which alone uses it: no lock. A connection is reused only for the same
+    tenant (its `owner`), scheme, host name and port (TLS checked that name), at an address that the
+    current attempt's check approved again, and only after a check right before its reuse that nothing
+    arrived while it was idle. Calling `close()` closes them once.
     """
 
     def __init__(self, ssl_context: ssl.SSLContext, max_connections: int) -> None:
         self._ssl_context = ssl_context
         self._max_connections = max_connections
-        self._idle: list[wire.Connection] = []  # oldest first
+        self._idle: list[http1.Connection] = []  # oldest first
         # An executor that replaces its threads would otherwise leave their sockets open until garbage
         # collection; close them as soon as the owning thread object goes (or on close(), whichever is first).
         self.close = weakref.finalize(threading.current_thread(), _close_all, self._idle)
 
-    def take(self, key: tuple[str, str, int, str], deadline_s: float) -> wire.Connection:
-        """Returns a usable kept connection for key, else a new one connected by deadline_s."""
+    def take_idle(self, owner: str, endpoints: Sequence[http1.Endpoint]) -> http1.Connection | None:
+        """Returns a usable kept connection of owner's to one of endpoints, else None.
+
+        Expired connections met on the way are closed, and so is a matching one that is stale: the check
+        for unread bytes is made here, right before the caller sends on the connection.
+        """
         now_s = time.monotonic()
-        found: wire.Connection | None = None
+        found: http1.Connection | None = None
         for connection in reversed(self._idle[:]):  # newest first; expired and stale ones are dropped
-            if now_s - connection.idle_since_s >= KEEPALIVE_EXPIRY_S:
+            idle_limit_s = KEEPALIVE_EXPIRY_S
+            if connection.idle_limit_s is not None:
+                idle_limit_s = min(idle_limit_s, connection.idle_limit_s)
+            if now_s - connection.idle_since_s >= idle_limit_s:
                 self._idle.remove(connection)
                 connection.close()
-            elif found is None and connection.key == key:
+            elif found is None and connection.owner == owner and connection.endpoint in endpoints:
                 self._idle.remove(connection)
                 if connection.is_stale():
                     connection.close()
                 else:
                     found = connection
-        return found or wire.Connection.open(key, self._ssl_context, deadline_s)
+        return found
 
-    def give_back(self, connection: wire.Connection) -> None:
+    def open(self, owner: str, endpoints: Sequence[http1.Endpoint], deadline_s: float) -> http1.Connection:
+        """Connects to the first of endpoints that answers, each TCP connect getting its share of the time.
+
+        Raises:
+            ConnectFailed: No address took a connection, the last one refusing it (or TLS failed).
+            Timeout: The last address did not answer by the deadline, or the TLS handshake outlasted it.
+        """
+        for index, endpoint in enumerate(endpoints):
+            left = len(endpoints) - index
+            share_s = max((deadline_s - time.monotonic()) / left, CONNECT_SHARE_MIN_S)
+            try:
+                return http1.Connection.open(
+                    endpoint, self._ssl_context, deadline_s, time.monotonic() + share_s, owner
+                )
+            except http1.AddressFailed as exc:
+                if left > 1 and time.monotonic() < deadline_s:
+                    continue
+                if exc.timed_out:
+                    raise http1.Timeout(str(exc)) from None
+                raise
+        raise http1.ConnectFailed("no address to connect to")
+
+    def give_back(self, connection: http1.Connection) -> None:
         """Keeps a connection whose exchange ended cleanly, closing the oldest past the pool's size."""
         connection.idle_since_s = time.monotonic()
         self._idle.append(connection)
@@ -113,7 +156,7 @@ class _ThreadPool:
             self._idle.pop(0).close()
 
 
-def _close_all(connections: list[wire.Connection]) -> None:
+def _close_all(connections: list[http1.Connection]) -> None:
     """Closes every connection in the list and empties it."""
     while connections:
         connections.pop().close()
@@ -143,7 +186,8 @@ class HttpCallbackClient:
             resolver: Looks names up; the system resolver when None.
             clock: Reads wall time to turn an HTTP-date Retry-After into seconds.
             connections_per_thread: Pool size of each thread, across all hosts.
-            ssl_context: Trust settings for HTTPS; the certifi roots when None (tests pass their own CA).
+            ssl_context: Trust settings for HTTPS; the certifi roots with the standard library's defaults
+                when None (tests pass their own CA).
             dns_cache_s: How long a name's addresses are reused (0: resolve on every attempt).
             monotonic: The clock of the DNS cache (tests pass their own).
         """
@@ -153,13 +197,11 @@ class HttpCallbackClient:
         self._connections_per_thread = connections_per_thread
         # No proxy settings are read from the environment, so nothing can divert a connection away from
         # the checked address.
-        self._ssl_context = ssl_context or httpx.create_ssl_context()
+        self._ssl_context = ssl_context or ssl.create_default_context(cafile=certifi.where())
         self._local = threading.local()
         # Weak, so the transports of threads that ended do not pile up here.
         self._pools: weakref.WeakSet[_ThreadPool] = weakref.WeakSet()
         self._pools_lock = threading.Lock()
-        # Lookups of every thread; a hung one holds its helper until the system resolver gives up.
-        self._lookups = ThreadPoolExecutor(max_workers=DNS_LOOKUP_THREADS, thread_name_prefix="hookline-dns")
         self._dns_cache_s = dns_cache_s
         self._monotonic = monotonic
         self._resolved: dict[tuple[str, int], tuple[float, Sequence[str]]] = {}  # -> (expires, addresses)
@@ -171,7 +213,6 @@ class HttpCallbackClient:
             pools = list(self._pools)
         for pool in pools:
             pool.close()
-        self._lookups.shutdown(wait=False, cancel_futures=True)
 
     def _thread_pool(self) -> _ThreadPool:
         """Returns the calling thread's connection pool, making it on the thread's first delivery."""
@@ -211,15 +252,15 @@ class HttpCallbackClient:
             return _failure(started_s, "dns_error", str(exc))
         except UnsafeUrl as exc:
             return _failure(started_s, "unsafe_url", str(exc), retryable=False)
-        except (wire.Timeout, TimeoutError):
+        except (http1.Timeout, TimeoutError):
             budget_s = max(0.0, deadline_s - started_s)
             return _failure(started_s, "timeout", f"no complete response within {budget_s:.3g} s")
-        except wire.ConnectFailed as exc:
+        except http1.ConnectFailed as exc:
             return _failure(started_s, "connect_error", str(exc) or "connection failed")
-        except (wire.InvalidRequest, UnicodeEncodeError) as exc:
+        except (http1.InvalidRequest, UnicodeEncodeError) as exc:
             # The job's own method or headers are not valid HTTP; sending again cannot help.
             return _failure(started_s, "invalid_request", f"{type(exc).__name__}: {exc}", retryable=False)
-        except (wire.ProtocolViolation, OSError) as exc:
+        except (http1.ProtocolViolation, OSError) as exc:
             return _failure(started_s, "transport_error", f"{type(exc).__name__}: {exc}")
         except Exception as exc:
             # The receiver controls every byte of the response, so a bug anywhere in reading it must not
@@ -236,10 +277,11 @@ class HttpCallbackClient:
         Redirects are never followed, to any place: a 3xx is the receiver's answer and is recorded as a
         failure with its status, as Cloud Tasks treats any non-2xx. Following one would send the signed
         request to a URL the tenant never submitted and submit never checked, and multiply requests within
-        one attempt.
+        one attempt. A 304 Not Modified is no redirect (it answers a conditional request): it is recorded as
+        the non-2xx status it is.
         """
         if deadline_s <= started_s:
-            raise wire.Timeout("no time left for the attempt")
+            raise http1.Timeout("no time left for the attempt")
         headers = _outgoing_headers(request.headers)
         target = check_url(
             request.url,
@@ -247,9 +289,9 @@ class HttpCallbackClient:
             lambda host, port: self._lookup(host, port, deadline_s),
             lookup_timeout_s=None,
         )
-        response = self._send(target, request.method.upper(), headers, request.body, deadline_s)
+        response = self._send(target, request, headers, deadline_s)
         result = self._result(response, started_s)
-        if 300 <= response.status < 400:
+        if 300 <= response.status < 400 and response.status != _NOT_MODIFIED:
             # Permanent, like any other 4xx-style answer: the same request to the same URL gets the same
             # redirect, so retries only repeat it; the tenant fixes the URL and replays the job.
             location = response.headers.get("location")
@@ -275,43 +317,67 @@ class HttpCallbackClient:
         return addresses
 
     def _resolve(self, host: str, port: int, deadline_s: float) -> Sequence[str]:
-        """Resolves host on a helper thread, waiting no longer than the attempt's deadline."""
+        """Resolves host on a helper thread, waiting no longer than the attempt's deadline.
+
+        Raises:
+            Timeout: No answer by the deadline.
+            OSError: The name does not resolve.
+        """
         remaining_s = deadline_s - time.monotonic()
         if remaining_s <= 0:
-            raise wire.Timeout(f"no time left to resolve {host!r}")
-        lookup = self._lookups.submit(self._resolver, host, port)
+            raise http1.Timeout(f"no time left to resolve {host!r}")
         try:
-            return lookup.result(timeout=remaining_s)
-        except TimeoutError:  # the lookup's own OSErrors pass through: they are not the wait's timeout
-            if not lookup.done():
-                raise wire.Timeout(f"resolving {host!r} outlasted the attempt") from None
-            raise
+            return lookup_within(self._resolver, host, port, remaining_s)
+        except DnsTimeout as exc:
+            raise http1.Timeout(str(exc)) from None
 
     def _send(
         self,
         target: ResolvedTarget,
-        method: str,
+        request: CallbackRequest,
         headers: list[tuple[bytes, bytes]],
-        body: bytes,
         deadline_s: float,
-    ) -> wire.Response:
-        """Sends one HTTP request to the checked address and reads at most the preview of the body.
+    ) -> http1.Response:
+        """Sends one HTTP request to a checked address and reads at most the preview of the body.
 
         The request is encoded (and refused if invalid) before any connection is taken. A connection
-        whose exchange failed in any way is closed, never pooled: its state is unknown.
+        whose exchange failed in any way is closed, never pooled: its state is unknown. A reused one that
+        failed before the receiver sent any byte is replaced once by a new connection (see the module).
         """
+        method = request.method.upper()
         host = f"[{target.host}]" if ":" in target.host else target.host
         if target.port != (443 if target.scheme == "https" else 80):
             host = f"{host}:{target.port}"
         framing = [(b"Host", host.encode("ascii"))]
-        if body or method in _METHODS_WITH_BODY:
-            framing.append((b"Content-Length", str(len(body)).encode("ascii")))
-        request = wire.encode_request(method, target.path_and_query, framing + headers, body)
+        if request.body or method in _METHODS_WITH_BODY:
+            framing.append((b"Content-Length", str(len(request.body)).encode("ascii")))
+        encoded = http1.encode_request(method, target.path_and_query, framing + headers, request.body)
         pool = self._thread_pool()
-        connection = pool.take((target.scheme, target.host, target.port, target.ip), deadline_s)
+        endpoints = [http1.Endpoint(target.scheme, target.host, target.port, ip) for ip in target.ips]
+        connection = pool.take_idle(request.tenant, endpoints)
+        if connection is not None:
+            try:
+                return self._exchange(pool, connection, encoded, request.body, method, deadline_s)
+            except (OSError, http1.ClosedBeforeResponse):
+                if connection.received:
+                    raise
+        return self._exchange(
+            pool, pool.open(request.tenant, endpoints, deadline_s), encoded, request.body, method, deadline_s
+        )
+
+    @staticmethod
+    def _exchange(
+        pool: _ThreadPool,
+        connection: http1.Connection,
+        encoded: bytes,
+        body: bytes,
+        method: str,
+        deadline_s: float,
+    ) -> http1.Response:
+        """Runs one exchange on connection, then pools or closes it."""
         try:
             response, reusable = connection.exchange(
-                request, body, method, RESPONSE_BODY_PREVIEW_BYTES, deadline_s
+                encoded, body, method, RESPONSE_BODY_PREVIEW_BYTES, deadline_s
             )
         except BaseException:
             connection.close()
@@ -322,7 +388,7 @@ class HttpCallbackClient:
             connection.close()
         return response
 
-    def _result(self, response: wire.Response, started_s: float) -> CallbackResult:
+    def _result(self, response: http1.Response, started_s: float) -> CallbackResult:
         """Turns a response into a result."""
         return CallbackResult(
             status_code=response.status,
@@ -330,41 +396,6 @@ class HttpCallbackClient:
             response_preview=response.preview.decode("utf-8", errors="replace"),
             retry_after_s=parse_retry_after(response.headers.get("retry-after"), self._clock.now_ms()),
         )
-
-
-def parse_retry_after(value: str | None, now_ms: int) -> float | None:
-    """Turns a Retry-After header (delay in seconds or an HTTP-date) into seconds from now; never raises.
-
-    Only ASCII digits count as a delay: str.isdigit() also accepts "²" or "٣", which float() rejects, and
-    a receiver controls this header. Anything else that is short ASCII is read as an HTTP-date (any of
-    RFC 9110's three forms, as leniently as email.utils reads dates) and otherwise ignored.
-
-    Args:
-        value: The header value, or None when absent.
-        now_ms: The current wall time in Unix milliseconds, to measure an HTTP-date against.
-
-    Returns:
-        Seconds to wait, clamped to [0, MAX_RETRY_AFTER_S]; None when absent or unparseable.
-    """
-    if value is None:
-        return None
-    value = value.strip(" \t")
-    if _DELAY_SECONDS.fullmatch(value):
-        # A long digit string is past the cap anyway; int() of one would be slow, or refused past 4300 digits.
-        delay_s = float(value) if len(value) <= _MAX_DELAY_DIGITS else float(MAX_RETRY_AFTER_S)
-    elif value.isascii() and len(value) <= _MAX_DATE_CHARS:
-        try:
-            moment = parsedate_to_datetime(value)
-            if moment.tzinfo is None:  # asctime form (or "-0000"): an HTTP-date is always GMT
-                moment = moment.replace(tzinfo=UTC)
-            delay_s = moment.timestamp() - now_ms / 1000
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-    else:
-        return None
-    if not math.isfinite(delay_s):
-        return None
-    return min(max(delay_s, 0.0), float(MAX_RETRY_AFTER_S))
 
 
 def _outgoing_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
@@ -385,8 +416,7 @@ def _failure(started_s: float, error_class: str, message: str, retryable: bool =
         status_code=None,
         latency_ms=_elapsed_ms(started_s),
         error_class=error_class,
-        # Protocol errors quote the receiver's bytes (h11 echoes a whole malformed header line, up to
-        # 100 KiB), and the message is stored in the execution record.
+        # Protocol errors quote the receiver's bytes, and the message is stored in the execution record.
         error_message=_clipped(message, ERROR_MESSAGE_CHARS),
         retryable_error=retryable,
     )

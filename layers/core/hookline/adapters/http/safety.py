@@ -58,13 +58,15 @@ class ParsedUrl:
 
 @dataclass(frozen=True)
 class ResolvedTarget(ParsedUrl):
-    """Holds a callback URL that passed the safety check, with the address to connect to.
+    """Holds a callback URL that passed the safety check, with the addresses to connect to.
 
     Attributes:
-        ip: The checked address the connection must use (pinned, so a second DNS answer cannot differ).
+        ips: Every checked address, in the resolver's order without repeats (IPv4-mapped ones in IPv4
+            form); a connection uses only these (pinned, so a second DNS answer cannot differ) and tries
+            them in turn, so one dead address, or IPv6 without an IPv6 route, does not fail the name.
     """
 
-    ip: str
+    ips: tuple[str, ...]
 
 
 def resolve_with_getaddrinfo(host: str, port: int) -> list[str]:
@@ -109,7 +111,7 @@ def check_url(
             bounds itself, as the callback client's does with the attempt's deadline.
 
     Returns:
-        The parsed URL with the first resolved address pinned.
+        The parsed URL with every resolved address, all of them checked.
 
     Raises:
         DnsTimeout: The lookup did not finish within lookup_timeout_s.
@@ -134,8 +136,8 @@ def check_url(
         logger.debug("callback host refused", extra=detail)
         message = f"callback host {parsed.host!r} is not a public address"
         raise UnsafeUrl(message + (f": it is {reason}" if literal is not None else ""), field="url")
-    pinned = str(_unmapped(addresses[0]))
-    return ResolvedTarget(parsed.scheme, parsed.host, parsed.port, parsed.path_and_query, ip=pinned)
+    pinned = tuple(dict.fromkeys(str(_unmapped(address)) for address in addresses))
+    return ResolvedTarget(parsed.scheme, parsed.host, parsed.port, parsed.path_and_query, ips=pinned)
 
 
 @lru_cache(maxsize=_PURE_CACHE_ENTRIES)

@@ -12,6 +12,7 @@ import redis
 from redis.exceptions import RedisClusterException
 
 from hookline.adapters.redis import keys as redis_keys
+from hookline.adapters.redis.errors import translating
 from hookline.domain import constants
 from hookline.domain.stats import (
     BUCKET_MS,
@@ -101,6 +102,7 @@ class RedisStats:
             # As in record(): a view, not the record; these counts are lost, the work they count is not.
             logger.warning("could not record statistics", extra={"tallies": len(tallies)}, exc_info=True)
 
+    @translating
     def read(self, tenant: str, now_ms: int, shards: Sequence[int]) -> TenantStats:
         """Returns the last WINDOW_MINUTES minutes (oldest first, the current one last) and the counts.
 

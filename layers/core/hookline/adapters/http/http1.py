@@ -2,8 +2,11 @@
 
 Why not httpcore and h11: a callback is one small request and one response whose body is kept only up to a
 preview, and httpcore with h11 spent about 310 µs of CPU on it, twice a raw `http.client` (whose header
-parsing through the email package is itself most of its 160 µs). This module does that request in about a
-quarter of httpcore's CPU (bench/hotpath.py `--mode callback` prints the figures).
+parsing through the email package is itself most of its 160 µs). Parsing with h11 under this module's own
+sockets would still add 25-35 µs to the ~22 µs a callback costs here (bench/hotpath.py `--mode callback`), so
+h11 is kept as the tests' oracle instead: generated responses go through both, which must agree on the
+status, the body and whether the connection may be reused, or both refuse
+(tests/integration/test_callback_http1_oracle.py).
 
 What it does: one request at a time per connection, the body framed by Content-Length; responses framed
 by Content-Length, chunked transfer coding, or the end of the connection; informational (1xx) responses
@@ -11,13 +14,23 @@ skipped; keep-alive when the response allows it. What it never does: follow redi
 proxy, pipeline, speak HTTP/2, or resolve a name (the caller passes the checked address).
 
 A receiver controls every byte of its answer, so the parser is strict and bounded rather than lenient:
-- the status line and headers together are at most MAX_HEAD_BYTES (as h11's default), CRLF-terminated;
-- a header name is an RFC 9110 token, a value has no control character but HTAB (no NUL, no bare CR);
+- the status line and headers together are at most MAX_HEAD_BYTES (as h11's default); a line ends with
+  CRLF or a bare LF (RFC 9112 2.2 lets a recipient accept LF, as h11 does), never a bare CR;
+- a header name is an RFC 9110 token; a received value (and the reason phrase) has no NUL, CR, LF, VT or
+  FF, as h11 reads them (other control characters, which RFC 9110 does not allow, are let through: they
+  cannot end or hide a line, and a stray one in a header nobody reads must not discard the answer);
   obsolete line folding is refused;
-- Content-Length is ASCII digits (repeated values must agree), Transfer-Encoding only `chunked`;
+- Content-Length is ASCII digits (repeated values must agree), checked with the head: a response whose
+  length is invalid is discarded whole (RFC 9112 6.3);
+- Transfer-Encoding whose last coding is `chunked` is read as chunked (other codings are not undone: the
+  preview keeps their bytes); any other Transfer-Encoding is read until the connection ends (RFC 9112 6.3);
 - a body is read only up to the caller's limit, then the connection is closed rather than drained;
 - every socket operation is bounded by the attempt's deadline (a `time.monotonic()` value), so a receiver
   that drips one byte a second is cut at the deadline, not once per byte's timeout.
+
+Once a final head is read, the status is the receiver's answer: a body that then breaks its framing, ends
+early or outlasts the deadline is reported in `Response.body_error` beside the status, not raised, so an
+accepted callback is never taken for a failed one. Only a failure before the final head raises.
 
 The socket is non-blocking once connected, and every wait is this module's own poll() until the deadline.
 A socket with a timeout would do the same inside CPython, at a cost: settimeout() before each operation
@@ -28,7 +41,9 @@ Anything it refuses is a `ProtocolViolation`: nothing the receiver sends raises 
 `OSError` from the socket itself.
 
 A connection is reused only when its response said nothing against it (HTTP/1.1, no `Connection: close`),
-was read to its end, and left no byte unread: leftovers would be taken for the next response.
+was read to its end, and left no byte unread: leftovers would be taken for the next response. Bytes that
+arrive while it is idle make it unusable too (`is_stale`, checked right before each reuse); a response's
+`Keep-Alive: timeout=N` shortens how long it is kept (`idle_limit_s`).
 """
 
 from __future__ import annotations
@@ -40,6 +55,9 @@ import socket
 import ssl
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
+
+from hookline.adapters.sockets import idle_socket_unusable
 
 MAX_HEAD_BYTES = 100 * 1024  # status line and headers of one response
 MAX_CHUNK_LINE_BYTES = 1024  # a chunk-size line, extensions included
@@ -51,11 +69,18 @@ JOIN_BODY_BYTES = 16 * 1024
 _QUOTE_BYTES = 80  # how much of an offending line an error message quotes
 
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_FIELD_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")
+_FIELD_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*")  # what a request's header value may hold
+_RECEIVED_VALUE = re.compile(rb"[^\x00\n\r\x0b\x0c]*")  # what a response's may hold (see the module)
 _TARGET = re.compile(r"[\x21-\x7e]+")
-_STATUS_LINE = re.compile(rb"HTTP/1\.([01]) ([1-9][0-9][0-9])(?: [\t\x20-\x7e\x80-\xff]*)?")
-_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,15}")
+_STATUS_LINE = re.compile(rb"HTTP/1\.([01]) ([1-9][0-9][0-9])(?: [^\x00\n\r\x0b\x0c]*)?")
+# A chunk-size line: the size, then extensions (not parsed: nothing uses them) or trailing whitespace.
+_CHUNK_LINE = re.compile(rb"([0-9A-Fa-f]{1,15})(?:;[^\n]*)?[ \t]*")
+_HEAD_END = re.compile(rb"\n\r?\n")  # the blank line after the headers: CRLF or bare LF endings
+_KEEP_ALIVE_TIMEOUT = re.compile(r"(?:^|[,;\s])timeout\s*=\s*([0-9]{1,6})(?:$|[,;\s])", re.IGNORECASE)
+# A server's announced idle timeout is trusted less this margin: its clock started when it sent the answer.
+KEEP_ALIVE_MARGIN_S = 1.0
 _NO_BODY_STATUSES = frozenset({204, 304})
+_FRAMING_NAMES = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
 
 
 class WireError(Exception):
@@ -74,17 +99,46 @@ class ProtocolViolation(WireError):
     """The receiver's bytes are not an HTTP/1.1 response this client accepts."""
 
 
+class ClosedBeforeResponse(ProtocolViolation):
+    """The receiver closed the connection before sending a single byte of a response."""
+
+
+class AddressFailed(ConnectFailed):
+    """No TCP connection to this one address (refused, unreachable, or not by its connect deadline): the
+    caller may try the name's next checked address."""
+
+    def __init__(self, message: str, timed_out: bool) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
 class InvalidRequest(WireError):
     """The request itself is not valid HTTP (the job's method, target or a header)."""
 
 
+class Endpoint(NamedTuple):
+    """Where a connection goes: the scheme, the host name (for Host, SNI and the certificate), the port
+    and the checked address it connects to."""
+
+    scheme: str
+    host: str
+    port: int
+    ip: str
+
+
 @dataclass(frozen=True)
 class Response:
-    """One final response: its status, headers (lower-case names, the last of repeats) and body preview."""
+    """One final response: its status, headers (lower-case names, the last of repeats) and body preview.
+
+    Attributes:
+        body_error: Why the body could not be read to its end (framing broken, ended early, deadline),
+            None when it was; the status stands either way.
+    """
 
     status: int
     headers: dict[str, str]
     preview: bytes
+    body_error: str | None = None
 
 
 def encode_request(method: str, target: str, headers: list[tuple[bytes, bytes]], body: bytes) -> bytes:
@@ -118,23 +172,6 @@ def encode_request(method: str, target: str, headers: list[tuple[bytes, bytes]],
     return b"".join(parts)
 
 
-def idle_socket_unusable(sock: socket.socket) -> bool:
-    """Tells whether a kept-alive socket, idle between exchanges, can no longer carry a request.
-
-    An idle HTTP/1.1 connection has nothing to read: anything readable is an EOF (the server closed it on
-    its idle timeout) or bytes no request asked for. poll, not select: select refuses descriptors past
-    FD_SETSIZE (1024), which a busy process reaches. Shared by every kept-alive client of the package.
-    """
-    if isinstance(sock, ssl.SSLSocket) and sock.pending():
-        return True
-    try:
-        poller = select.poll()
-        poller.register(sock.fileno(), select.POLLIN)
-        return bool(poller.poll(0))
-    except (OSError, ValueError):  # closed underneath (fileno -1): unusable
-        return True
-
-
 def _remaining_s(deadline_s: float) -> float:
     """Returns the time left before deadline_s; raises Timeout when none is left."""
     remaining_s = deadline_s - time.monotonic()
@@ -144,11 +181,24 @@ def _remaining_s(deadline_s: float) -> float:
 
 
 class Connection:
-    """One socket to one checked address, used by one thread, one exchange at a time."""
+    """One socket to one checked address, used by one thread, one exchange at a time.
 
-    def __init__(self, sock: socket.socket, key: tuple[str, str, int, str]) -> None:
-        self.key = key  # (scheme, host name, port, address): pooled per name AND address
+    Attributes:
+        endpoint: Where it goes; a pool reuses it only for the same endpoint.
+        owner: Whose exchanges it may carry (a pool sets it: the tenant), so one owner's receiver can never
+            answer another owner's request on a kept-alive connection.
+        idle_since_s: When its last exchange ended (time.monotonic()).
+        idle_limit_s: How long it may stay idle, learned from the last response's `Keep-Alive: timeout=N`
+            (less KEEP_ALIVE_MARGIN_S); None when the response announced none.
+        received: Bytes read in the current exchange (0: the receiver has not answered at all).
+    """
+
+    def __init__(self, sock: socket.socket, endpoint: Endpoint, owner: str = "") -> None:
+        self.endpoint = endpoint
+        self.owner = owner
         self.idle_since_s = 0.0
+        self.idle_limit_s: float | None = None
+        self.received = 0
         self._sock = sock
         self._buffer = bytearray()
         self._closed = False
@@ -159,23 +209,37 @@ class Connection:
     @classmethod
     def open(
         cls,
-        key: tuple[str, str, int, str],
+        endpoint: Endpoint,
         ssl_context: ssl.SSLContext | None,
         deadline_s: float,
+        connect_deadline_s: float | None = None,
+        owner: str = "",
     ) -> Connection:
-        """Connects to key's address (and for https negotiates TLS for key's host name) before deadline_s.
+        """Connects to the endpoint's address (and for https negotiates TLS for its host name).
+
+        Args:
+            endpoint: Where to connect.
+            ssl_context: Trust settings for https.
+            deadline_s: The attempt's deadline (time.monotonic()): bounds the connect and the handshake.
+            connect_deadline_s: An earlier bound for the TCP connect alone, so that an address that never
+                answers leaves time for the name's next one; the attempt's deadline when None.
+            owner: Whose exchanges the connection carries (see the class).
 
         Raises:
-            Timeout: The connection or the handshake was not done by the deadline.
-            ConnectFailed: Refused, unreachable, or TLS failed (the certificate does not name the host...).
+            AddressFailed: No TCP connection to the address (refused, unreachable, or not by its deadline).
+            Timeout: The TLS handshake did not end by the deadline.
+            ConnectFailed: TLS failed (the certificate does not name the host...).
         """
-        scheme, host, port, ip = key
+        scheme, host, port, ip = endpoint
+        connect_by_s = deadline_s if connect_deadline_s is None else min(deadline_s, connect_deadline_s)
         try:
-            sock = socket.create_connection((ip, port), timeout=_remaining_s(deadline_s))
-        except TimeoutError:
-            raise Timeout(f"no connection to {host}:{port} before the deadline") from None
+            sock = socket.create_connection((ip, port), timeout=_remaining_s(connect_by_s))
+        except (TimeoutError, Timeout):
+            message = f"no connection to {host}:{port} before the deadline"
+            raise AddressFailed(message, timed_out=True) from None
         except OSError as exc:
-            raise ConnectFailed(str(exc) or f"connection to {host}:{port} failed") from None
+            message = str(exc) or f"connection to {host}:{port} failed"
+            raise AddressFailed(message, timed_out=False) from None
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if scheme == "https":
@@ -193,7 +257,7 @@ class Connection:
                 raise
             raise ConnectFailed(str(exc) or f"TLS with {host}:{port} failed") from None
         sock.setblocking(False)  # from here on every wait is _wait's, bounded by the deadline
-        return cls(sock, key)
+        return cls(sock, endpoint, owner)
 
     def close(self) -> None:
         """Closes the socket (idempotent)."""
@@ -205,7 +269,7 @@ class Connection:
         """Tells whether an idle connection can no longer be used: the peer closed it or sent something.
 
         An idle HTTP/1.1 connection has nothing to read; anything readable is an EOF (the server timed it
-        out) or bytes no request asked for.
+        out) or bytes no request asked for, which the next request would take for its answer.
         """
         return self._closed or bool(self._buffer) or idle_socket_unusable(self._sock)
 
@@ -222,31 +286,40 @@ class Connection:
             deadline_s: The attempt's deadline (time.monotonic()).
 
         Raises:
-            Timeout, ProtocolViolation, OSError: the caller closes the connection.
+            Timeout, ProtocolViolation, OSError: No final response head by the deadline (the caller closes
+                the connection). Once the head is read nothing is raised: see `Response.body_error`.
         """
+        self.received = 0
         self._send(request, deadline_s)
         if len(body) > JOIN_BODY_BYTES:
             self._send(body, deadline_s)
         for _ in range(MAX_INFORMATIONAL + 1):
-            version, status, headers = self._read_head(deadline_s)
+            version, status, headers, fields = self._read_head(deadline_s)
             if status >= 200:
                 break
             if status == 101:
                 raise ProtocolViolation("unexpected 101 Switching Protocols: no upgrade was asked for")
         else:
             raise ProtocolViolation(f"more than {MAX_INFORMATIONAL} informational responses")
-        if method == "HEAD" or status in _NO_BODY_STATUSES:
-            preview, complete, framed = b"", True, True
-        else:
-            preview, complete, framed = self._read_body(headers, preview_bytes, deadline_s)
+        framing = "none" if method == "HEAD" or status in _NO_BODY_STATUSES else _framing(fields)
+        preview = bytearray()
+        try:
+            complete = self._read_body(framing, fields, preview, preview_bytes, deadline_s)
+        except (WireError, OSError) as exc:
+            if framing in ("length", "close"):  # the unread body is still in the buffer
+                preview += self._buffer[: preview_bytes - len(preview)]
+            return Response(status, dict(headers), bytes(preview), f"{type(exc).__name__}: {exc}"), False
         reusable = (
             complete
-            and framed
+            and framing in ("none", "length", "chunked")
             and version == 1
             and not self._buffer
-            and "close" not in (token.strip().lower() for token in _joined(headers, "connection").split(","))
+            and "close" not in _tokens(fields, "connection")
         )
-        return Response(status, dict(headers), preview), reusable
+        if reusable:
+            self.idle_limit_s = _keep_alive_s(fields)
+            reusable = self.idle_limit_s is None or self.idle_limit_s > 0
+        return Response(status, dict(headers), bytes(preview)), reusable
 
     def _send(self, data: bytes, deadline_s: float) -> None:
         """Sends all of data before the deadline."""
@@ -285,6 +358,7 @@ class Connection:
                 self._wait(select.POLLOUT, deadline_s, message)
         if not data:
             return False
+        self.received += len(data)
         self._buffer += data
         return True
 
@@ -298,75 +372,75 @@ class Connection:
         if not self._poller.poll(remaining_ms):
             raise Timeout(message)
 
-    def _read_head(self, deadline_s: float) -> tuple[int, int, list[tuple[str, str]]]:
-        """Reads and parses one response head: returns (minor version, status, headers)."""
-        status_line, *lines = self._take_head(deadline_s).split(b"\r\n")
+    def _read_head(self, deadline_s: float) -> tuple[int, int, list[tuple[str, str]], dict[str, str]]:
+        """Reads and parses one response head: returns (minor version, status, headers, framing fields).
+
+        Its Content-Length is checked here too: a response whose Content-Length is invalid is discarded
+        whole (RFC 9112 6.3), so it raises like a malformed head.
+        """
+        status_line, *lines = (line.removesuffix(b"\r") for line in self._take_head(deadline_s).split(b"\n"))
         matched = _STATUS_LINE.fullmatch(status_line)
         if matched is None:
             raise ProtocolViolation(f"malformed status line {status_line[:_QUOTE_BYTES]!r}")
-        headers: list[tuple[str, str]] = []
-        for line in lines:
-            name, colon, raw_value = line.partition(b":")
-            if not colon or not _TOKEN.fullmatch(name):
-                raise ProtocolViolation(f"malformed header line {line[:_QUOTE_BYTES]!r}")
-            value = raw_value.strip(b" \t")
-            if not _FIELD_VALUE.fullmatch(value):
-                raise ProtocolViolation(f"invalid character in header {name[:_QUOTE_BYTES]!r}")
-            headers.append((name.decode("ascii").lower(), value.decode("latin-1")))
-        return int(matched.group(1)), int(matched.group(2)), headers
+        headers = [_header_field(line) for line in lines]
+        fields = _framing_fields(headers)
+        _content_length(fields)
+        return int(matched.group(1)), int(matched.group(2)), headers, fields
 
     def _take_head(self, deadline_s: float) -> bytes:
         """Reads up to the blank line that ends a response head and returns the head without it."""
         searched = 0
-        while (end := self._buffer.find(b"\r\n\r\n", max(0, searched - 3))) < 0:
+        while (end := _HEAD_END.search(self._buffer, max(0, searched - 2))) is None:
             if len(self._buffer) > MAX_HEAD_BYTES:
                 raise ProtocolViolation(f"response head over {MAX_HEAD_BYTES} bytes")
             searched = len(self._buffer)
             if not self._fill(deadline_s):
                 if not self._buffer:
-                    raise ProtocolViolation("the receiver closed the connection without a response")
+                    raise ClosedBeforeResponse("the receiver closed the connection without a response")
                 raise ProtocolViolation("the receiver closed the connection inside the response head")
-        if end > MAX_HEAD_BYTES:
+        if end.start() > MAX_HEAD_BYTES:
             raise ProtocolViolation(f"response head over {MAX_HEAD_BYTES} bytes")
-        head = bytes(self._buffer[:end])
-        del self._buffer[: end + 4]
+        head = bytes(self._buffer[: end.start()])
+        del self._buffer[: end.end()]
         return head
 
     def _read_body(
-        self, headers: list[tuple[str, str]], preview_bytes: int, deadline_s: float
-    ) -> tuple[bytes, bool, bool]:
-        """Reads the body up to preview_bytes; returns (preview, read to its end, framed by the message)."""
-        transfer_encoding = _joined(headers, "transfer-encoding")
-        if transfer_encoding:
-            codings = [coding.strip().lower() for coding in transfer_encoding.split(",")]
-            if codings != ["chunked"]:
-                raise ProtocolViolation(f"unsupported transfer-encoding {transfer_encoding[:_QUOTE_BYTES]!r}")
-            preview, complete = self._read_chunked(preview_bytes, deadline_s)
-            # With a Content-Length beside it the message is suspect (request smuggling): never reuse.
-            return preview, complete, not any(name == "content-length" for name, _ in headers)
-        content_length = _content_length(headers)
-        if content_length is None:
-            return self._read_until_close(preview_bytes, deadline_s), False, False
-        return *self._read_length(content_length, preview_bytes, deadline_s), True
+        self,
+        framing: str,
+        fields: dict[str, str],
+        preview: bytearray,
+        preview_bytes: int,
+        deadline_s: float,
+    ) -> bool:
+        """Reads the body into preview (up to preview_bytes); returns whether it was read to its end."""
+        if framing == "none":
+            return True
+        if framing in ("chunked", "close-chunked"):
+            return self._read_chunked(preview, preview_bytes, deadline_s)
+        if framing == "length":
+            length = _content_length(fields)
+            assert length is not None  # _framing said so
+            return self._read_length(length, preview, preview_bytes, deadline_s)
+        self._read_until_close(preview, preview_bytes, deadline_s)
+        return False
 
-    def _read_length(self, length: int, preview_bytes: int, deadline_s: float) -> tuple[bytes, bool]:
+    def _read_length(self, length: int, preview: bytearray, preview_bytes: int, deadline_s: float) -> bool:
         """Reads a Content-Length body: all of it when it fits the preview, else just past the preview."""
         wanted = min(length, preview_bytes + 1)
         while len(self._buffer) < wanted:
             if not self._fill(deadline_s):
                 raise ProtocolViolation(f"the body ended after {len(self._buffer)} of {length} bytes")
         taken = min(length, len(self._buffer))
-        preview = bytes(self._buffer[: min(taken, preview_bytes)])
+        preview += self._buffer[: min(taken, preview_bytes)]
         del self._buffer[:taken]
-        return preview, taken == length
+        return taken == length
 
-    def _read_until_close(self, preview_bytes: int, deadline_s: float) -> bytes:
+    def _read_until_close(self, preview: bytearray, preview_bytes: int, deadline_s: float) -> None:
         """Reads a body that ends with the connection, stopping past the preview."""
         while len(self._buffer) <= preview_bytes and self._fill(deadline_s):
             pass
-        preview = bytes(self._buffer[:preview_bytes])
+        preview += self._buffer[:preview_bytes]
         self._buffer.clear()
-        return preview
 
     def _read_line(self, limit: int, deadline_s: float) -> bytes:
         """Reads one CRLF-terminated line of at most limit bytes (chunk sizes and trailers)."""
@@ -381,45 +455,96 @@ class Connection:
             if not self._fill(deadline_s):
                 raise ProtocolViolation("the receiver closed the connection inside a chunked body")
 
-    def _read_chunked(self, preview_bytes: int, deadline_s: float) -> tuple[bytes, bool]:
-        """Reads a chunked body up to just past the preview; returns (preview, read to its end)."""
-        preview = bytearray()
+    def _read_chunked(self, preview: bytearray, preview_bytes: int, deadline_s: float) -> bool:
+        """Reads a chunked body into preview (up to preview_bytes); returns whether it was read to its end."""
         while True:
-            size_field = self._read_line(MAX_CHUNK_LINE_BYTES, deadline_s).partition(b";")[0].strip(b" \t")
-            if not _CHUNK_SIZE.fullmatch(size_field):
-                raise ProtocolViolation(f"malformed chunk size {size_field[:_QUOTE_BYTES]!r}")
-            size = int(size_field, 16)
+            size_line = self._read_line(MAX_CHUNK_LINE_BYTES, deadline_s)
+            matched = _CHUNK_LINE.fullmatch(size_line)
+            if matched is None:
+                raise ProtocolViolation(f"malformed chunk size {size_line[:_QUOTE_BYTES]!r}")
+            size = int(matched.group(1), 16)
             if size == 0:
                 break
             room = preview_bytes + 1 - len(preview)
             while len(self._buffer) < min(size, room):
                 if not self._fill(deadline_s):
+                    preview += self._buffer[: preview_bytes - len(preview)]
                     raise ProtocolViolation("the receiver closed the connection inside a chunk")
             if size >= room:  # past the preview: stop here, the connection is not reused
-                preview += self._buffer[:room]
-                return bytes(preview[:preview_bytes]), False
+                preview += self._buffer[: room - 1]
+                return False
             preview += self._buffer[:size]
             del self._buffer[:size]
             if self._read_line(2, deadline_s):
                 raise ProtocolViolation("chunk data longer than its size")
         trailer_bytes = 0
-        while line := self._read_line(MAX_HEAD_BYTES, deadline_s):  # trailers: read and ignored
+        while line := self._read_line(MAX_HEAD_BYTES, deadline_s):  # trailers: checked, then ignored
+            _header_field(line)
             trailer_bytes += len(line) + 2
             if trailer_bytes > MAX_HEAD_BYTES:
                 raise ProtocolViolation(f"trailers over {MAX_HEAD_BYTES} bytes")
-        return bytes(preview), True
+        return True
 
 
-def _joined(headers: list[tuple[str, str]], name: str) -> str:
-    """Returns the values of every header called name, joined by commas (empty when absent)."""
-    return ",".join(value for header, value in headers if header == name)
+def _header_field(line: bytes) -> tuple[str, str]:
+    """Parses one header (or trailer) line: returns its lower-cased name and its value without the OWS."""
+    name, colon, raw_value = line.partition(b":")
+    if not colon or not _TOKEN.fullmatch(name):
+        raise ProtocolViolation(f"malformed header line {line[:_QUOTE_BYTES]!r}")
+    value = raw_value.strip(b" \t")
+    if not _RECEIVED_VALUE.fullmatch(value):
+        raise ProtocolViolation(f"invalid character in header {name[:_QUOTE_BYTES]!r}")
+    return name.decode("ascii").lower(), value.decode("latin-1")
 
 
-def _content_length(headers: list[tuple[str, str]]) -> int | None:
+def _framing_fields(headers: list[tuple[str, str]]) -> dict[str, str]:
+    """Returns the headers that frame a message or keep its connection, each one's values comma-joined."""
+    fields: dict[str, str] = {}
+    for name, value in headers:
+        if name in _FRAMING_NAMES:
+            fields[name] = f"{fields[name]},{value}" if name in fields else value
+    return fields
+
+
+def _tokens(fields: dict[str, str], name: str) -> list[str]:
+    """Returns the comma-separated elements of a field, lower-cased, empty ones dropped."""
+    value = fields.get(name)
+    if value is None:
+        return []
+    return [token for part in value.split(",") if (token := part.strip(" \t").lower())]
+
+
+def _framing(fields: dict[str, str]) -> str:
+    """Says how a final response's body is delimited (RFC 9112 6.3): "chunked", "length", "close" (until the
+    connection ends), or "close-chunked" (chunked, and the connection is not reused afterwards).
+
+    Transfer-Encoding overrides Content-Length; when chunked is not its last coding the body ends with the
+    connection. A message with both is suspect (request smuggling): its body is read as chunked and the
+    connection is never reused.
+    """
+    codings = _tokens(fields, "transfer-encoding")
+    if codings:
+        if codings[-1] != "chunked":
+            return "close"
+        return "close-chunked" if "content-length" in fields else "chunked"
+    return "length" if "content-length" in fields else "close"
+
+
+def _keep_alive_s(fields: dict[str, str]) -> float | None:
+    """Returns how long a connection may idle by the response's `Keep-Alive: timeout=N`, less a margin
+    (0 or less: do not keep it); None when the response announced no timeout."""
+    value = fields.get("keep-alive")
+    matched = None if value is None else _KEEP_ALIVE_TIMEOUT.search(value)
+    return None if matched is None else int(matched.group(1)) - KEEP_ALIVE_MARGIN_S
+
+
+def _content_length(fields: dict[str, str]) -> int | None:
     """Returns the Content-Length, None when absent; refuses malformed or disagreeing values."""
-    values = _joined(headers, "content-length")
-    if not values and not any(name == "content-length" for name, _ in headers):
+    values = fields.get("content-length")
+    if values is None:
         return None
+    if values.isdigit() and values.isascii() and len(values) <= MAX_CONTENT_LENGTH_DIGITS:
+        return int(values)  # one plain value: the common case
     lengths = set()
     for raw_value in values.split(","):
         value = raw_value.strip(" \t")

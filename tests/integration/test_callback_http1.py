@@ -1,4 +1,4 @@
-"""The callback client's own HTTP/1.1 (adapters/http/wire.py): framing, keep-alive and when a connection is
+"""The callback client's own HTTP/1.1 (adapters/http/http1.py): framing, keep-alive and when a connection is
 not reused, against raw loopback servers that answer several requests on one connection."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from hookline.adapters.http.client import HttpCallbackClient
-from hookline.adapters.http.wire import Connection, encode_request, idle_socket_unusable
+from hookline.adapters.http.http1 import Connection, Endpoint, encode_request
+from hookline.adapters.sockets import idle_socket_unusable
 from hookline.domain.callbacks import CallbackRequest
 from tests.integration.test_callback_client import tls_contexts_for
 from tests.support.raw_http import Handler, RawConnection, RawServer
@@ -101,6 +102,15 @@ def test_given_an_answer_that_forbids_reuse_when_delivered_again_then_a_new_conn
         (b"HTTP/1.1 204 No Content\r\nContent-Length: 7\r\n\r\n", ""),
         (b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", ""),
         (b"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nok", "ok"),  # no reason phrase
+        # A line may end with a bare LF (RFC 9112 2.2), as h11 reads it too.
+        (b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok", "ok"),
+        (b"HTTP/1.1 100 Continue\n\nHTTP/1.1 200 OK\r\nContent-Length: 2\n\r\nok", "ok"),
+        # Codings before the final chunked are not undone: the preview keeps their bytes.
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\n\x1f\x8b\r\n0\r\n\r\n",
+            "\x1f\ufffd",
+        ),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: Chunked\r\n\r\n0\r\n\r\n", ""),
     ],
     ids=[
         "chunked-with-extension-and-trailer",
@@ -108,6 +118,10 @@ def test_given_an_answer_that_forbids_reuse_when_delivered_again_then_a_new_conn
         "204-no-body",
         "empty-body",
         "no-reason",
+        "bare-lf",
+        "bare-lf-and-crlf-mixed",
+        "gzip-then-chunked",
+        "gzip-then-chunked-in-two-headers",
     ],
 )
 def test_given_a_well_framed_answer_when_delivered_then_read_exactly_and_the_connection_reused(
@@ -119,6 +133,41 @@ def test_given_a_well_framed_answer_when_delivered_then_read_exactly_and_the_con
 
     assert (first.error_class, first.response_preview, second.response_preview) == (None, preview, "ok")
     assert len(server.connections) == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "preview"),
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", 200, "short"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 200, ""),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nok", 200, "ok"),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nbad trailer\r\n\r\n",
+            200,
+            "ok",
+        ),
+        (b"HTTP/1.1 201 Created\r\nTransfer-Encoding: gzip\r\n\r\nzipped", 201, "zipped"),  # until close
+        (b"HTTP/1.1 503 Busy\r\nContent-Length: 10\r\n\r\nbus", 503, "bus"),
+    ],
+    ids=[
+        "short-body",
+        "bad-chunk-size",
+        "closed-inside-a-chunk",
+        "bad-trailer",
+        "gzip-until-close",
+        "short-503",
+    ],
+)
+def test_given_a_body_that_breaks_after_a_valid_status_when_delivered_then_the_status_is_the_outcome(
+    client: HttpCallbackClient, answer: bytes, status: int, preview: str
+) -> None:
+    # The receiver answered with its status line: a 2xx accepted the callback, and retrying it would deliver
+    # it again; whatever went wrong with the body says nothing about that.
+    with RawServer(serving(answer)) as server:
+        result = client.deliver(post(server.url()))
+
+    assert (result.status_code, result.error_class, result.response_preview) == (status, None, preview)
+    assert result.succeeded is (status < 300)
 
 
 def test_given_head_request_when_the_answer_has_a_length_then_no_body_is_awaited(
@@ -232,7 +281,7 @@ def test_given_a_request_far_past_the_socket_buffers_when_exchanged_then_sent_wh
     if secure:
         ours = client_tls.wrap_socket(ours, server_hostname="hooks.test")
     ours.setblocking(False)
-    connection = Connection(ours, ("https" if secure else "http", "hooks.test", 443, "127.0.0.1"))
+    connection = Connection(ours, Endpoint("https" if secure else "http", "hooks.test", 443, "127.0.0.1"))
     head = encode_request(
         "POST", "/hook", [(b"Host", b"hooks.test"), (b"Content-Length", b"%d" % len(body))], body
     )
