@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import secrets
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -80,8 +80,8 @@ def _names(*expressions: str) -> dict[str, str]:
 
 
 def new_write_token() -> str:
-    """Returns a token for one conditional write; its retries carry the same one."""
-    return uuid.uuid4().hex
+    """Returns a token for one conditional write (64 random bits); its retries carry the same one."""
+    return secrets.token_hex(8)
 
 
 def _stamped(item: codec.Item | None, token: str) -> bool:
@@ -334,8 +334,9 @@ class DynamoJobStore:
     def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
         """Records the attempts and the next state in one transaction.
 
-        A repeat of this call's own transaction (its reply was lost, the client sent it again without the
-        idempotency token taking it for the first) finds the job stamped by it and reports that success.
+        A repeat of this call's own transaction (its reply was lost and the client sent it again, and
+        DynamoDB did not answer it from the transaction's idempotency token: an emulator, or a repeat after
+        the token's window) finds the job stamped by it and reports that success.
 
         Raises:
             StaleState: The attempt no longer holds the job (the condition on the job item failed).
