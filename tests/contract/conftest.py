@@ -295,8 +295,9 @@ class ReplyFaults(Protocol):
 
     lost: int
 
-    def lose(self, operation: str, count: int = 1) -> None:
-        """Loses the reply of the next count requests of operation (put_item, update_item, ...)."""
+    def lose(self, operation: str, count: int = 1, between: Callable[[], object] | None = None) -> None:
+        """Loses the reply of the next count requests of operation (put_item, update_item, ...), running
+        between() before each repeat."""
         ...
 
 

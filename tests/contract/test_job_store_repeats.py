@@ -72,6 +72,17 @@ def test_given_create_reply_lost_then_created_once(dynamo_backend: DynamoBackend
     assert live_ids(dynamo_backend) == [job.job_id]
 
 
+def test_given_create_reply_lost_and_the_job_claimed_before_the_repeat_then_still_created(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    """Another write (the reaper indexed the job from DynamoDB, an executor claimed it) must not hide it."""
+    job = make_job(dynamo_backend)
+    dynamo_backend.replies.lose("put_item", between=lambda: dynamo_backend.jobs.claim(job.member(), NOW + 1))
+
+    assert dynamo_backend.jobs.create(job, "", NOW) == (job, True)
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == running(job, NOW + 1)
+
+
 def test_given_idempotent_create_reply_lost_then_created_not_a_repeat(dynamo_backend: DynamoBackend) -> None:
     """Reported as a repeat, the job would never be indexed: the submit indexes only what it created."""
     job = make_job(dynamo_backend, idempotency_key="k")
@@ -112,6 +123,22 @@ def test_given_finish_reply_lost_then_finished_not_stale(
     )
     assert after.generation == job.generation + (finish.status is JobStatus.SCHEDULED)
     assert dynamo_backend.jobs.executions(job.tenant, job.job_id) == [record]
+
+
+def test_given_finish_reply_lost_and_the_retry_claimed_before_the_repeat_then_still_finished(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    job = claimed(dynamo_backend)
+    retry_due_ms = NOW + 10
+    retry = job.with_changes(generation=job.generation + 1)
+
+    dynamo_backend.replies.lose(
+        "transact_write_items", between=lambda: dynamo_backend.jobs.claim(retry.member(), retry_due_ms)
+    )
+    dynamo_backend.jobs.finish(job, Finish(JobStatus.SCHEDULED, 503, "status 503", retry_due_ms), [], NOW + 5)
+
+    after = dynamo_backend.jobs.get(job.tenant, job.job_id)
+    assert (after.status, after.generation, after.attempt) == (JobStatus.RUNNING, 2, 2)
 
 
 def test_given_finish_of_an_attempt_that_lost_the_job_then_still_stale(dynamo_backend: DynamoBackend) -> None:

@@ -149,26 +149,29 @@ class TransactionCancellations:
 
 class LostReplies:
     """Loses the reply of the next `count` requests of a DynamoDB operation (put_item, update_item,
-    transact_write_items): each is applied, then sent again, and its repeat answers. Thread-safe."""
+    transact_write_items): each is applied, then sent again, and its repeat answers; `between` runs between
+    the two, as another writer's request that reaches the table first. Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._planned: Counter[str] = Counter()
+        self._between: dict[str, Callable[[], object]] = {}
         self.lost = 0
 
-    def lose(self, operation: str, count: int = 1) -> None:
-        """Loses the reply of the next count requests of operation."""
+    def lose(self, operation: str, count: int = 1, between: Callable[[], object] | None = None) -> None:
+        """Loses the reply of the next count requests of operation, running between() before each repeat."""
         with self._lock:
             self._planned[operation] = count
+            self._between[operation] = between or (lambda: None)
 
-    def take(self, operation: str) -> bool:
-        """Counts one request of operation; tells whether its reply is lost."""
+    def take(self, operation: str) -> Callable[[], object] | None:
+        """Counts one request of operation; returns what runs before its repeat if its reply is lost."""
         with self._lock:
             if self._planned[operation] <= 0:
-                return False
+                return None
             self._planned[operation] -= 1
             self.lost += 1
-            return True
+            return self._between[operation]
 
 
 class HasFaults(Protocol):

@@ -14,12 +14,13 @@ state the fake reaches is a state DynamoDB would hold:
 - mark_dead: DEAD_LETTERABLE (this generation, scheduled, or running with an expired lease); cancel:
   CANCELLABLE; replay: REPLAYABLE (NotFound when missing).
 
-Every write the adapter stamps with a token (create, claim, finish, cancel, replay) records it in
-JobsTables.stamps (an idempotency marker carries its create's), and a refusal that finds its own token is
-that write's first try: created, claimed (a take-over as the first try's was), finished, cancelled or
-replayed, as the adapter reports. mark_dead accepts a job already dead in the member's generation for the
-same reason. `replies.lose(operation, count)` loses replies the client sends again (faults.LostReplies): the
-request is applied and repeated, as tests/support/dynamo_faults.LosingReplies does to the real client.
+Every write the adapter stamps with a token (create, claim, finish, cancel and replay as "change") records
+it in JobsTables.stamps, one per kind of write (an idempotency marker carries its create's), and a refusal
+that finds its own token is that write's first try: created, claimed (a take-over as the first try's was),
+finished, cancelled or replayed, as the adapter reports. mark_dead accepts a job already dead in the
+member's generation for the same reason. `replies.lose(operation, count, between)` loses replies the client
+sends again (faults.LostReplies): the request is applied and repeated (between() runs in between), as
+tests/support/dynamo_faults.LosingReplies does to the real client.
 
 Transactions (create with a key, finish) go through adapters/dynamo/transactions.py's rules: only a
 ConditionalCheckFailed reason is a refused condition (finish: StaleState only at the job item, DependencyDown
@@ -101,14 +102,16 @@ class FakeJobStore:
     def _send(self, operation: str, request: Callable[[], R]) -> R:
         """Sends one DynamoDB request; when its reply is lost (replies.lose) the client sends it again, and
         the caller gets the repeat's answer."""
-        if self.replies.take(operation):
+        between = self.replies.take(operation)
+        if between is not None:
             with contextlib.suppress(Exception):
                 request()
+            between()
         return request()
 
-    def _owns(self, tenant: str, job_id: str, token: str) -> bool:
+    def _owns(self, tenant: str, job_id: str, kind: str, token: str) -> bool:
         """Tells whether the job item was last stamped by the write carrying token."""
-        stamp = self.tables.stamps.get((tenant, job_id))
+        stamp = self.tables.stamps.get((tenant, job_id, kind))
         return stamp is not None and stamp.token == token
 
     def _transact(
@@ -150,11 +153,11 @@ class FakeJobStore:
         key = (job.tenant, job.job_id)
         with self.tables.lock:
             if key in self.tables.jobs:
-                if self._owns(job.tenant, job.job_id, token):
+                if self._owns(job.tenant, job.job_id, "create", token):
                     return job, True
                 raise ConditionFailed("ConditionalCheckFailedException")
             self._put(job)
-            self.tables.stamps[key] = Stamp(token)
+            self.tables.stamps[(*key, "create")] = Stamp(token)
             return job, True
 
     def _create_once(self, job: Job, request_hash: str, now_ms: int, token: str) -> tuple[Job, bool]:
@@ -173,7 +176,7 @@ class FakeJobStore:
 
             def apply() -> None:
                 self._put(job)
-                t.stamps[(job.tenant, job.job_id)] = Stamp(token)
+                t.stamps[(job.tenant, job.job_id, "create")] = Stamp(token)
                 expires_s = now_ms // 1000 + constants.IDEMPOTENCY_RETENTION_S
                 t.markers[marker_key] = Marker(job.job_id, request_hash, expires_s, token)
 
@@ -217,7 +220,7 @@ class FakeJobStore:
                 or (before.status is JobStatus.RUNNING and lease is not None and lease < now_ms)
             )
             if not claimable:
-                stamp = self.tables.stamps.get(key)
+                stamp = self.tables.stamps.get((*key, "claim"))
                 if stamp is not None and stamp.token == token:
                     # This claim's first try took the job; its reply was lost.
                     if stamp.claimed_from is JobStatus.RUNNING:
@@ -232,7 +235,7 @@ class FakeJobStore:
                 updated_ms=now_ms,
             )
             self._put(job, live_sk=lease_ms)
-            self.tables.stamps[key] = Stamp(token, before.status, before.updated_ms)
+            self.tables.stamps[(*key, "claim")] = Stamp(token, before.status, before.updated_ms)
             if before.status is JobStatus.RUNNING:
                 return Claim(job, before.attempt, before.updated_ms)
             return Claim(job)
@@ -305,11 +308,11 @@ class FakeJobStore:
                     records = t.executions.setdefault((execution.tenant, execution.job_id), {})
                     records[execution.attempt] = execution
                 self._put(after)
-                t.stamps[(job.tenant, job.job_id)] = Stamp(token)
+                t.stamps[(job.tenant, job.job_id, "finish")] = Stamp(token)
 
             reasons = self._transact(len(executions) + 1, checks, apply)
             if reasons is not None and reasons[len(executions)] == CONDITION_FAILED:
-                if self._owns(job.tenant, job.job_id, token):
+                if self._owns(job.tenant, job.job_id, "finish", token):
                     return
                 raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
             if reasons is not None:
@@ -449,11 +452,11 @@ class FakeJobStore:
         def cancel() -> Job:
             with self.tables.lock:
                 before = self._refusal_or_job(tenant, job_id, JobStatus.SCHEDULED, "cancelled", token)
-                if self._owns(tenant, job_id, token):
+                if self._owns(tenant, job_id, "change", token):
                     return before
                 after = before.with_changes(status=JobStatus.CANCELLED, updated_ms=now_ms)
                 self._put(after)
-                self.tables.stamps[(tenant, job_id)] = Stamp(token)
+                self.tables.stamps[(tenant, job_id, "change")] = Stamp(token)
                 return after
 
         return self._send("update_item", cancel)
@@ -466,7 +469,7 @@ class FakeJobStore:
         def replay() -> Job:
             with self.tables.lock:
                 before = self._refusal_or_job(tenant, job_id, JobStatus.DEAD, "replayed", token)
-                if self._owns(tenant, job_id, token):
+                if self._owns(tenant, job_id, "change", token):
                     return before
                 after = before.with_changes(
                     status=JobStatus.SCHEDULED,
@@ -480,7 +483,7 @@ class FakeJobStore:
                 )
                 # The live partition is the shard the caller passes, as in the adapter.
                 self._put(after, live_shard=shard)
-                self.tables.stamps[(tenant, job_id)] = Stamp(token)
+                self.tables.stamps[(tenant, job_id, "change")] = Stamp(token)
                 return after
 
         return self._send("update_item", replay)
@@ -491,7 +494,7 @@ class FakeJobStore:
         stored = self.tables.jobs.get((tenant, job_id))
         if stored is None:
             raise NotFound(f"job {job_id} not found")
-        if stored.status is not required and not self._owns(tenant, job_id, token):
+        if stored.status is not required and not self._owns(tenant, job_id, "change", token):
             raise StaleState(
                 f"job {job_id} is {stored.status.value}; only a {required.value} job can be {verb}"
             )

@@ -27,8 +27,8 @@ class Marker:
 
 @dataclass(frozen=True)
 class Stamp:
-    """What the last stamped write left on a job item (adapters/dynamo/job_store.py WRITE_TOKEN): its token,
-    and for a claim the status and updated_ms it took the job from."""
+    """What the last write of one kind left on a job item (adapters/dynamo/job_store.py CREATE_TOKEN ...):
+    its token, and for a claim the status and updated_ms it took the job from."""
 
     token: str
     claimed_from: JobStatus | None = None
@@ -51,8 +51,8 @@ class JobsTables:
     # holds them.
     live: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
     markers: dict[tuple[str, str], Marker] = field(default_factory=dict)
-    # The write token attributes of the job items: (tenant, job id) -> the last stamped write's.
-    stamps: dict[tuple[str, str], Stamp] = field(default_factory=dict)
+    # The write token attributes of the job items: (tenant, job id, kind of write) -> the last such write's.
+    stamps: dict[tuple[str, str, str], Stamp] = field(default_factory=dict)
     executions: dict[tuple[str, str], dict[int, Execution]] = field(default_factory=dict)
     schedules: dict[tuple[str, str], Schedule] = field(default_factory=dict)
     # An active schedule's place in the live GSI (partition "cron:<shard>"): (tenant, id) -> next fire.

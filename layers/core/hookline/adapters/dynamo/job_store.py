@@ -37,13 +37,18 @@ CANCELLABLE = "#status = :scheduled"
 REPLAYABLE = "#status = :dead"
 
 # Every conditional write that changes a job (create, claim, finish, cancel, replay) stamps it with a token
-# made for that call (WRITE_TOKEN), and an idempotency marker with its create's. The clients send a write
-# again when its reply was lost (botocore's retries, the lean client's), and the repeat of a write that was
-# applied fails its own condition: a refused write that finds its own token was applied by that first try,
-# and reports that success, never someone else's hold, a conflict or a missing job. A claim also keeps what
-# it took the job from (CLAIMED_FROM_STATUS, CLAIMED_FROM_MS), so its repeat can tell a take-over as the
-# first try's reply did.
-WRITE_TOKEN = "write_token"
+# made for that call, and an idempotency marker carries its create's. The clients send a write again when
+# its reply was lost (botocore's retries, the lean client's), and the repeat of a write that was applied
+# fails its own condition: a refused write that finds its own token was applied by that first try, and
+# reports that success, never someone else's hold, a conflict or a missing job. Each kind of write has its
+# own attribute, so that another kind of write cannot overwrite the token before the repeat arrives (a job
+# created and, before the create's repeat, indexed by the reaper from DynamoDB and claimed; a retry finished
+# and claimed by another executor). A claim also keeps what it took the job from (CLAIMED_FROM_STATUS,
+# CLAIMED_FROM_MS), so its repeat can tell a take-over as the first try's reply did.
+CREATE_TOKEN = "create_token"
+CLAIM_TOKEN = "claim_token"
+FINISH_TOKEN = "finish_token"
+CHANGE_TOKEN = "change_token"  # cancel and replay
 CLAIMED_FROM_STATUS = "claimed_from_status"
 CLAIMED_FROM_MS = "claimed_from_ms"
 
@@ -69,7 +74,9 @@ _NAMES = {
     "#code": "last_status_code",
     "#error": "last_error",
     "#sk": tables.JOBS_SK,
-    "#token": WRITE_TOKEN,
+    "#claim_token": CLAIM_TOKEN,
+    "#finish_token": FINISH_TOKEN,
+    "#change_token": CHANGE_TOKEN,
     "#claimed_from": CLAIMED_FROM_STATUS,
     "#claimed_ms": CLAIMED_FROM_MS,
 }
@@ -84,9 +91,9 @@ def new_write_token() -> str:
     return secrets.token_hex(8)
 
 
-def _stamped(item: codec.Item | None, token: str) -> bool:
-    """Tells whether item was last written by the write that carries token."""
-    return item is not None and item.get(WRITE_TOKEN) == {"S": token}
+def _stamped(item: codec.Item | None, attribute: str, token: str) -> bool:
+    """Tells whether the token attribute of item is the one the write carrying token left."""
+    return item is not None and item.get(attribute) == {"S": token}
 
 
 def _refusal(item: codec.Item | None, job_id: str, rule: str) -> NotFound | StaleState:
@@ -154,7 +161,7 @@ class DynamoJobStore:
         A repeat of this call's own write (its reply was lost, the client sent it again) reports it created.
         """
         token = new_write_token()
-        item = {**codec.job_to_item(job, self._keyspace), WRITE_TOKEN: {"S": token}}
+        item = {**codec.job_to_item(job, self._keyspace), CREATE_TOKEN: {"S": token}}
         job_put = {
             "TableName": self._jobs,
             "Item": item,
@@ -167,7 +174,7 @@ class DynamoJobStore:
             except ClientError as error:
                 # A fresh id is taken only by this call's own first try: anything else is an error.
                 if codec.error_code(error) != "ConditionalCheckFailedException" or not _stamped(
-                    self._refused_item(error, item), token
+                    self._refused_item(error, item), CREATE_TOKEN, token
                 ):
                     raise
             return job, True
@@ -178,7 +185,7 @@ class DynamoJobStore:
                 "job_id": job.job_id,
                 "request_hash": request_hash,
                 tables.TTL_ATTRIBUTE: now_ms // 1000 + constants.IDEMPOTENCY_RETENTION_S,
-                WRITE_TOKEN: token,
+                CREATE_TOKEN: token,
             }
         )
         marker_put = {
@@ -214,7 +221,7 @@ class DynamoJobStore:
         marker = codec.from_attribute_values(reply["Item"])
         if marker["request_hash"] != request_hash:
             raise IdempotencyConflict("idempotency_key was already used with a different request")
-        return self.get(tenant, marker["job_id"]), marker.get(WRITE_TOKEN) == token
+        return self.get(tenant, marker["job_id"]), marker.get(CREATE_TOKEN) == token
 
     def _refused_item(self, error: ClientError, key: codec.Item) -> codec.Item | None:
         """Returns the item a refused conditional write found (None: no item).
@@ -259,7 +266,7 @@ class DynamoJobStore:
         update = (
             "SET #claimed_from = #status, #claimed_ms = #updated, #status = :running, "
             "#attempt = #attempt + :one, #lease = :lease, #live_sk = :lease, #updated = :now_ms, "
-            "#token = :token"
+            "#claim_token = :token"
         )
         try:
             reply = self._client.update_item(
@@ -286,7 +293,7 @@ class DynamoJobStore:
             if codec.error_code(error) != "ConditionalCheckFailedException":
                 raise
             item = self._refused_item(error, key)
-            if _stamped(item, token):
+            if _stamped(item, CLAIM_TOKEN, token):
                 # This claim's first try took the job and only its reply was lost: the attempt is ours.
                 assert item is not None
                 return _own_claim(item)
@@ -352,7 +359,7 @@ class DynamoJobStore:
             ":attempt": job.attempt,
             ":token": token,
         }
-        sets = ["#status = :status", "#updated = :now_ms", "#token = :token"]
+        sets = ["#status = :status", "#updated = :now_ms", "#finish_token = :token"]
         removes = ["#lease"]
         for placeholder, value, name in (
             (":code", finish.status_code, "#code"),
@@ -387,7 +394,7 @@ class DynamoJobStore:
         reasons = self._transactions.write([*puts, {"Update": update}])
         if reasons is not None and reasons[len(puts)] == CONDITION_FAILED:
             found = self._client.get_item(TableName=self._jobs, Key=key, ConsistentRead=True).get("Item")
-            if _stamped(found, token):
+            if _stamped(found, FINISH_TOKEN, token):
                 return  # this call's first try wrote it (the execution records are plain puts: rewritten)
             raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
         if reasons is not None:
@@ -448,7 +455,7 @@ class DynamoJobStore:
         return self._transition(
             tenant,
             job_id,
-            "SET #status = :cancelled, #updated = :now_ms, #expires = :expires, #token = :token "
+            "SET #status = :cancelled, #updated = :now_ms, #expires = :expires, #change_token = :token "
             "REMOVE #live_pk, #live_sk",
             CANCELLABLE,
             {
@@ -469,9 +476,11 @@ class DynamoJobStore:
         values: dict[str, Any],
         rule: str,
     ) -> Job:
-        """Applies an API-driven state change (its update sets #token = :token) to an existing job; returns
-        the job after it. NotFound or StaleState (naming rule); a repeat of this call's own first try, which
-        was applied, returns the job it left."""
+        """Applies an API-driven state change to an existing job and returns the job after it.
+
+        The update sets #change_token = :token. NotFound or StaleState (naming rule); a repeat of this call's
+        own first try, which was applied, returns the job it left.
+        """
         token = new_write_token()
         condition = f"attribute_exists(#pk) AND {condition}"
         key = self._key(tenant, job_id)
@@ -490,7 +499,7 @@ class DynamoJobStore:
             if codec.error_code(error) != "ConditionalCheckFailedException":
                 raise
             item = self._refused_item(error, key)
-            if item is not None and _stamped(item, token):
+            if item is not None and _stamped(item, CHANGE_TOKEN, token):
                 return codec.item_to_job(item)
             raise _refusal(item, job_id, rule) from error
         return codec.item_to_job(reply["Attributes"])
@@ -604,7 +613,7 @@ class DynamoJobStore:
         """
         update = (
             "SET #status = :scheduled, #generation = #generation + :one, #base = #attempt, #due = :now_ms, "
-            "#live_pk = :shard, #live_sk = :now_ms, #updated = :now_ms, #token = :token "
+            "#live_pk = :shard, #live_sk = :now_ms, #updated = :now_ms, #change_token = :token "
             "REMOVE #expires, #lease, #code, #error"
         )
         return self._transition(
