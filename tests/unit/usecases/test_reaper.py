@@ -7,6 +7,8 @@ reaper's sleeps (its back-off from a Redis blip, watch's interval) spend the fro
 
 from __future__ import annotations
 
+import pytest
+
 from hookline.adapters.redis import keys as redis_keys
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.delivery import Finish
