@@ -14,7 +14,9 @@ a FrozenClock at NOW for both backends; what a role counts goes to the backend's
 DynamoDB: one set of tables on the session's moto server (no per-test reset, which costs a second or more);
 each test works in a tenant and a shard of its own. Transactions can be cancelled on purpose with a reason
 code (DynamoBackend.transactions.plan): tests/support/dynamo_faults.CancellingTransactions on the real client,
-the fake's own TransactionCancellations; the adapter's retries between them do not sleep.
+the fake's own TransactionCancellations; the adapter's retries between them do not sleep. A write's reply can
+be lost (DynamoBackend.replies.lose): the write is applied and sent again, as the client's own retry sends
+it (dynamo_faults.LosingReplies on the real client, the fake's faults.LostReplies).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ from tests.fakes.redis_memory import RedisMemory
 from tests.fakes.schedules import FakeScheduleStore
 from tests.fakes.tables import JobsTables
 from tests.support.aws import make_tables
-from tests.support.dynamo_faults import CancellingTransactions
+from tests.support.dynamo_faults import CancellingTransactions, LosingReplies
 
 GROUP = redis_keys.CONSUMER_GROUP
 EXECUTOR, REAPER = "executor", "reaper"
@@ -288,6 +290,17 @@ class TransactionFaults(Protocol):
         ...
 
 
+class ReplyFaults(Protocol):
+    """Loses the replies of the backend's next DynamoDB writes: applied, then sent again by the client."""
+
+    lost: int
+
+    def lose(self, operation: str, count: int = 1, between: Callable[[], object] | None = None) -> None:
+        """Loses the reply of the next count requests of operation (put_item, update_item, ...), running
+        between() before each repeat."""
+        ...
+
+
 class KeyStore(KeyReader, ShardCountRecord, JobBucketRecord, Protocol):
     """The key reader, the shard and bucket count records, and the writer of key records tests need."""
 
@@ -307,6 +320,7 @@ class DynamoBackend:
     tenant: str
     shard: int
     transactions: TransactionFaults
+    replies: ReplyFaults
 
 
 @pytest.fixture(scope="session")
@@ -344,13 +358,21 @@ def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
         tables = JobsTables()
         jobs = FakeJobStore(tables, lease_ms=LEASE_MS)
         yield DynamoBackend(
-            "fake", jobs, FakeScheduleStore(tables), FakeKeyStore(), tenant, shard, jobs.transactions
+            "fake",
+            jobs,
+            FakeScheduleStore(tables),
+            FakeKeyStore(),
+            tenant,
+            shard,
+            jobs.transactions,
+            jobs.replies,
         )
         return
     settings, client = request.getfixturevalue("contract_tables")
     lean = lean_client(client) if request.param == "lean" else None
     client = lean or client
-    cancelling = CancellingTransactions(client, "None", count=0)
+    losing = LosingReplies(client)
+    cancelling = CancellingTransactions(losing, "None", count=0)
     yield DynamoBackend(
         "real",
         DynamoJobStore(
@@ -365,6 +387,7 @@ def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
         tenant,
         shard,
         cancelling,
+        losing,
     )
     if lean is not None:
         lean.close()

@@ -465,15 +465,14 @@ def test_given_job_moved_on_when_marked_dead_then_stale_and_unchanged(dynamo_bac
 # cancel: CANCELLABLE
 
 
-def test_given_scheduled_job_when_cancelled_then_returned_as_it_was_and_cancelled(
+def test_given_scheduled_job_when_cancelled_then_cancelled_and_returned_so(
     dynamo_backend: DynamoBackend,
 ) -> None:
     job = stored(dynamo_backend)
+    want = job.with_changes(status=JobStatus.CANCELLED, updated_ms=NOW + 3)
 
-    assert dynamo_backend.jobs.cancel(job.tenant, job.job_id, NOW + 3) == job
-    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job.with_changes(
-        status=JobStatus.CANCELLED, updated_ms=NOW + 3
-    )
+    assert dynamo_backend.jobs.cancel(job.tenant, job.job_id, NOW + 3) == want
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == want
     assert live_ids(dynamo_backend) == []
 
 

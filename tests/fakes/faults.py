@@ -9,6 +9,9 @@ raises DynamoUnavailable, a generic exception standing for them.
 
 DynamoDB transactions have a fault plan of their own (TransactionCancellations): a cancellation with a
 reason code, which the job store fake reads exactly as adapters/dynamo/transactions.py reads DynamoDB's.
+A lost reply that the DynamoDB client itself sends again (botocore's retries, the lean client's) has one
+too (LostReplies): the request is applied, and the caller gets the answer to its repeat, as
+tests/support/dynamo_faults.LosingReplies does to a real client.
 """
 
 from __future__ import annotations
@@ -142,6 +145,33 @@ class TransactionCancellations:
             reasons = ["None"] * items
             reasons[self._at] = self._reason
             return reasons
+
+
+class LostReplies:
+    """Loses the reply of the next `count` requests of a DynamoDB operation (put_item, update_item,
+    transact_write_items): each is applied, then sent again, and its repeat answers; `between` runs between
+    the two, as another writer's request that reaches the table first. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._planned: Counter[str] = Counter()
+        self._between: dict[str, Callable[[], object]] = {}
+        self.lost = 0
+
+    def lose(self, operation: str, count: int = 1, between: Callable[[], object] | None = None) -> None:
+        """Loses the reply of the next count requests of operation, running between() before each repeat."""
+        with self._lock:
+            self._planned[operation] = count
+            self._between[operation] = between or (lambda: None)
+
+    def take(self, operation: str) -> Callable[[], object] | None:
+        """Counts one request of operation; returns what runs before its repeat if its reply is lost."""
+        with self._lock:
+            if self._planned[operation] <= 0:
+                return None
+            self._planned[operation] -= 1
+            self.lost += 1
+            return self._between[operation]
 
 
 class HasFaults(Protocol):

@@ -14,6 +14,14 @@ state the fake reaches is a state DynamoDB would hold:
 - mark_dead: DEAD_LETTERABLE (this generation, scheduled, or running with an expired lease); cancel:
   CANCELLABLE; replay: REPLAYABLE (NotFound when missing).
 
+Every write the adapter stamps with a token (create, claim, finish, cancel and replay as "change") records
+it in JobsTables.stamps, one per kind of write (an idempotency marker carries its create's), and a refusal
+that finds its own token is that write's first try: created, claimed (a take-over as the first try's was),
+finished, cancelled or replayed, as the adapter reports. mark_dead accepts a job already dead in the
+member's generation for the same reason. `replies.lose(operation, count, between)` loses replies the client
+sends again (faults.LostReplies): the request is applied and repeated (between() runs in between), as
+tests/support/dynamo_faults.LosingReplies does to the real client.
+
 Transactions (create with a key, finish) go through adapters/dynamo/transactions.py's rules: only a
 ConditionalCheckFailed reason is a refused condition (finish: StaleState only at the job item, DependencyDown
 at another); transient reasons are retried up to ATTEMPTS times, then DependencyDown; any other reason is
@@ -23,10 +31,12 @@ tests/support/dynamo_faults.CancellingTransactions does to the real client.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from hookline.adapters.dynamo import codec, paging, tables
+from hookline.adapters.dynamo.job_store import new_write_token
 from hookline.adapters.dynamo.transactions import ATTEMPTS, CONDITION_FAILED, TRANSIENT_REASONS
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
@@ -36,16 +46,18 @@ from hookline.domain.reconcile import LiveJob
 from tests.fakes.faults import (
     ConditionFailed,
     Faults,
+    LostReplies,
     TransactionCancellations,
     TransactionRejected,
     dynamo_down,
     port_call,
 )
-from tests.fakes.tables import JobsTables, Marker
+from tests.fakes.tables import JobsTables, Marker, Stamp
 
 LIST_FILTERED_BATCH = 200
 LIST_MAX_READ_ITEMS = 1000
 PASSED = "None"  # the reason code DynamoDB gives an item whose condition held in a cancelled transaction
+R = TypeVar("R")
 
 
 class FakeJobStore:
@@ -62,6 +74,7 @@ class FakeJobStore:
         self._attempts = transaction_attempts
         self._faults = Faults(dynamo_down)
         self.transactions = TransactionCancellations()
+        self.replies = LostReplies()
         # The Query requests the adapter would have sent for the same reads (one per bucket or partition
         # page), for the bench's meter.
         self.queries = 0
@@ -85,6 +98,21 @@ class FakeJobStore:
         else:
             partition = self.tables.keyspace.live_pk(job.shard, job.job_id)
         self.tables.live[key] = (partition, job.due_ms if live_sk is None else live_sk)
+
+    def _send(self, operation: str, request: Callable[[], R]) -> R:
+        """Sends one DynamoDB request; when its reply is lost (replies.lose) the client sends it again, and
+        the caller gets the repeat's answer."""
+        between = self.replies.take(operation)
+        if between is not None:
+            with contextlib.suppress(Exception):
+                request()
+            between()
+        return request()
+
+    def _owns(self, tenant: str, job_id: str, kind: str, token: str) -> bool:
+        """Tells whether the job item was last stamped by the write carrying token."""
+        stamp = self.tables.stamps.get((tenant, job_id, kind))
+        return stamp is not None and stamp.token == token
 
     def _transact(
         self, items: int, checks: Callable[[], list[bool]], apply: Callable[[], None]
@@ -115,14 +143,29 @@ class FakeJobStore:
     @port_call
     def create(self, job: Job, request_hash: str, now_ms: int) -> tuple[Job, bool]:
         """Stores a new job, or returns the earlier job of the same idempotent request."""
+        token = new_write_token()
+        if job.idempotency_key is None:
+            return self._send("put_item", lambda: self._create(job, token))
+        return self._send("transact_write_items", lambda: self._create_once(job, request_hash, now_ms, token))
+
+    def _create(self, job: Job, token: str) -> tuple[Job, bool]:
+        """ITEM_IS_NEW, stamped; refused, the job was created only if by this token."""
+        key = (job.tenant, job.job_id)
+        with self.tables.lock:
+            if key in self.tables.jobs:
+                if self._owns(job.tenant, job.job_id, "create", token):
+                    return job, True
+                raise ConditionFailed("ConditionalCheckFailedException")
+            self._put(job)
+            self.tables.stamps[(*key, "create")] = Stamp(token)
+            return job, True
+
+    def _create_once(self, job: Job, request_hash: str, now_ms: int, token: str) -> tuple[Job, bool]:
+        """ITEM_IS_NEW and MARKER_IS_FREE in one transaction; refused, the earlier job of the key."""
         t = self.tables
+        assert job.idempotency_key is not None
+        marker_key = (job.tenant, job.idempotency_key)
         with t.lock:
-            if job.idempotency_key is None:
-                if (job.tenant, job.job_id) in t.jobs:
-                    raise ConditionFailed("ConditionalCheckFailedException")
-                self._put(job)
-                return job, True
-            marker_key = (job.tenant, job.idempotency_key)
 
             def checks() -> list[bool]:
                 marker = t.markers.get(marker_key)
@@ -133,8 +176,9 @@ class FakeJobStore:
 
             def apply() -> None:
                 self._put(job)
+                t.stamps[(job.tenant, job.job_id, "create")] = Stamp(token)
                 expires_s = now_ms // 1000 + constants.IDEMPOTENCY_RETENTION_S
-                t.markers[marker_key] = Marker(job.job_id, request_hash, expires_s)
+                t.markers[marker_key] = Marker(job.job_id, request_hash, expires_s, token)
 
             if self._transact(2, checks, apply) is None:
                 return job, True
@@ -144,7 +188,7 @@ class FakeJobStore:
                 raise StaleState("idempotency marker changed concurrently; retry the request")
             if marker.request_hash != request_hash:
                 raise IdempotencyConflict("idempotency_key was already used with a different request")
-            return self._get(job.tenant, marker.job_id), False
+            return self._get(job.tenant, marker.job_id), marker.write_token == token
 
     def _get(self, tenant: str, job_id: str) -> Job:
         job = self.tables.jobs.get((tenant, job_id))
@@ -161,25 +205,28 @@ class FakeJobStore:
     @port_call
     def claim(self, member: Member, now_ms: int) -> Claim:
         """CLAIMABLE, then running for one more attempt under a lease; NotYet or StaleState otherwise."""
+        token = new_write_token()
+        return self._send("update_item", lambda: self._claim(member, now_ms, token))
+
+    def _claim(self, member: Member, now_ms: int, token: str) -> Claim:
+        key = (member.tenant, member.job_id)
         with self.tables.lock:
-            before = self.tables.jobs.get((member.tenant, member.job_id))
+            before = self.tables.jobs.get(key)
             if before is None:
                 raise StaleState(f"job {member.job_id} does not exist")
             lease = before.lease_expires_at_ms
-            if before.generation == member.generation:
-                if before.status is JobStatus.SCHEDULED and before.due_ms > now_ms:
-                    raise NotYet(f"job {member.job_id} is due at {before.due_ms}", before.due_ms)
-                if before.status is JobStatus.RUNNING and lease is not None and lease >= now_ms:
-                    raise NotYet(f"job {member.job_id} is held until {lease}", lease + 1)
             claimable = before.generation == member.generation and (
-                before.status is JobStatus.SCHEDULED
+                (before.status is JobStatus.SCHEDULED and before.due_ms <= now_ms)
                 or (before.status is JobStatus.RUNNING and lease is not None and lease < now_ms)
             )
             if not claimable:
-                raise StaleState(
-                    f"job {member.job_id} generation {member.generation} is not claimable "
-                    f"({before.status.value}, generation {before.generation})"
-                )
+                stamp = self.tables.stamps.get((*key, "claim"))
+                if stamp is not None and stamp.token == token:
+                    # This claim's first try took the job; its reply was lost.
+                    if stamp.claimed_from is JobStatus.RUNNING:
+                        return Claim(before, before.attempt - 1, stamp.claimed_from_ms)
+                    return Claim(before)
+                raise self._claim_refusal(before, member, now_ms)
             lease_ms = now_ms + self._lease_ms
             job = before.with_changes(
                 status=JobStatus.RUNNING,
@@ -188,9 +235,23 @@ class FakeJobStore:
                 updated_ms=now_ms,
             )
             self._put(job, live_sk=lease_ms)
+            self.tables.stamps[(*key, "claim")] = Stamp(token, before.status, before.updated_ms)
             if before.status is JobStatus.RUNNING:
                 return Claim(job, before.attempt, before.updated_ms)
             return Claim(job)
+
+    @staticmethod
+    def _claim_refusal(before: Job, member: Member, now_ms: int) -> NotYet | StaleState:
+        lease = before.lease_expires_at_ms
+        if before.generation == member.generation:
+            if before.status is JobStatus.SCHEDULED and before.due_ms > now_ms:
+                return NotYet(f"job {member.job_id} is due at {before.due_ms}", before.due_ms)
+            if before.status is JobStatus.RUNNING and lease is not None:
+                return NotYet(f"job {member.job_id} is held until {lease}", lease + 1)
+        return StaleState(
+            f"job {member.job_id} generation {member.generation} is not claimable "
+            f"({before.status.value}, generation {before.generation})"
+        )
 
     def _holds(self, job: Job) -> bool:
         """HELD_BY_ATTEMPT: the stored job is running in job's generation for job's attempt."""
@@ -217,9 +278,14 @@ class FakeJobStore:
     def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
         """HELD_BY_ATTEMPT, then the next state and the execution records together (one transaction).
 
-        StaleState when the job item's condition failed; DependencyDown when the transaction kept being
-        cancelled for a transient reason, or was cancelled at an execution record: nothing is written.
+        StaleState when the job item's condition failed (unless this call's own first try wrote it);
+        DependencyDown when the transaction kept being cancelled for a transient reason, or was cancelled
+        at an execution record: nothing is written.
         """
+        token = new_write_token()
+        self._send("transact_write_items", lambda: self._finish(job, finish, executions, now_ms, token))
+
+    def _finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int, token: str) -> None:
         t = self.tables
         with t.lock:
 
@@ -242,16 +308,22 @@ class FakeJobStore:
                     records = t.executions.setdefault((execution.tenant, execution.job_id), {})
                     records[execution.attempt] = execution
                 self._put(after)
+                t.stamps[(job.tenant, job.job_id, "finish")] = Stamp(token)
 
             reasons = self._transact(len(executions) + 1, checks, apply)
             if reasons is not None and reasons[len(executions)] == CONDITION_FAILED:
+                if self._owns(job.tenant, job.job_id, "finish", token):
+                    return
                 raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
             if reasons is not None:
                 raise DependencyDown(f"job {job.job_id}: transaction cancelled for {reasons}")
 
     @port_call
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
-        """DEAD_LETTERABLE, then dead with reason as its last error; StaleState otherwise."""
+        """DEAD_LETTERABLE, then dead with reason as its last error; StaleState unless already so."""
+        self._send("update_item", lambda: self._mark_dead(member, reason, now_ms))
+
+    def _mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
         with self.tables.lock:
             stored = self.tables.jobs.get((member.tenant, member.job_id))
             lease = None if stored is None else stored.lease_expires_at_ms
@@ -263,6 +335,12 @@ class FakeJobStore:
                     or (stored.status is JobStatus.RUNNING and lease is not None and lease < now_ms)
                 )
             ):
+                if stored is not None and (stored.status, stored.generation, stored.last_error) == (
+                    JobStatus.DEAD,
+                    member.generation,
+                    reason,
+                ):
+                    return
                 raise StaleState(
                     f"job {member.job_id} is no longer live in generation {member.generation}, "
                     "or an attempt still holds its lease"
@@ -368,36 +446,55 @@ class FakeJobStore:
 
     @port_call
     def cancel(self, tenant: str, job_id: str, now_ms: int) -> Job:
-        """CANCELLABLE, then cancelled; returns the job as it was. NotFound or StaleState otherwise."""
-        with self.tables.lock:
-            before = self._refusal_or_job(tenant, job_id, JobStatus.SCHEDULED, "cancelled")
-            self._put(before.with_changes(status=JobStatus.CANCELLED, updated_ms=now_ms))
-            return before
+        """CANCELLABLE, then cancelled; returns the cancelled job. NotFound or StaleState otherwise."""
+        token = new_write_token()
+
+        def cancel() -> Job:
+            with self.tables.lock:
+                before = self._refusal_or_job(tenant, job_id, JobStatus.SCHEDULED, "cancelled", token)
+                if self._owns(tenant, job_id, "change", token):
+                    return before
+                after = before.with_changes(status=JobStatus.CANCELLED, updated_ms=now_ms)
+                self._put(after)
+                self.tables.stamps[(tenant, job_id, "change")] = Stamp(token)
+                return after
+
+        return self._send("update_item", cancel)
 
     @port_call
     def replay(self, tenant: str, job_id: str, shard: int, now_ms: int) -> Job:
         """REPLAYABLE, then scheduled due now in a new generation with a fresh attempt budget."""
-        with self.tables.lock:
-            before = self._refusal_or_job(tenant, job_id, JobStatus.DEAD, "replayed")
-            after = before.with_changes(
-                status=JobStatus.SCHEDULED,
-                generation=before.generation + 1,
-                attempt_base=before.attempt,
-                due_ms=now_ms,
-                updated_ms=now_ms,
-                lease_expires_at_ms=None,
-                last_status_code=None,
-                last_error=None,
-            )
-            # The live partition is the shard the caller passes, as in the adapter.
-            self._put(after, live_shard=shard)
-            return after
+        token = new_write_token()
 
-    def _refusal_or_job(self, tenant: str, job_id: str, required: JobStatus, verb: str) -> Job:
+        def replay() -> Job:
+            with self.tables.lock:
+                before = self._refusal_or_job(tenant, job_id, JobStatus.DEAD, "replayed", token)
+                if self._owns(tenant, job_id, "change", token):
+                    return before
+                after = before.with_changes(
+                    status=JobStatus.SCHEDULED,
+                    generation=before.generation + 1,
+                    attempt_base=before.attempt,
+                    due_ms=now_ms,
+                    updated_ms=now_ms,
+                    lease_expires_at_ms=None,
+                    last_status_code=None,
+                    last_error=None,
+                )
+                # The live partition is the shard the caller passes, as in the adapter.
+                self._put(after, live_shard=shard)
+                self.tables.stamps[(tenant, job_id, "change")] = Stamp(token)
+                return after
+
+        return self._send("update_item", replay)
+
+    def _refusal_or_job(self, tenant: str, job_id: str, required: JobStatus, verb: str, token: str) -> Job:
+        """Returns the stored job when it is in the required status or was stamped by token (the write's
+        own first try); NotFound or StaleState otherwise."""
         stored = self.tables.jobs.get((tenant, job_id))
         if stored is None:
             raise NotFound(f"job {job_id} not found")
-        if stored.status is not required:
+        if stored.status is not required and not self._owns(tenant, job_id, "change", token):
             raise StaleState(
                 f"job {job_id} is {stored.status.value}; only a {required.value} job can be {verb}"
             )

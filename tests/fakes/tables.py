@@ -12,16 +12,27 @@ from dataclasses import dataclass, field
 
 from hookline.adapters.dynamo.tables import Keyspace
 from hookline.domain.cron.schedule import Schedule
-from hookline.domain.models import Execution, Job
+from hookline.domain.models import Execution, Job, JobStatus
 
 
 @dataclass(frozen=True)
 class Marker:
-    """An idempotency marker: the job a key created, for which request, until when (s)."""
+    """An idempotency marker: the job a key created, for which request, until when (s), by which write."""
 
     job_id: str
     request_hash: str
     expires_at_s: int
+    write_token: str = ""
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What the last write of one kind left on a job item (adapters/dynamo/job_store.py CREATE_TOKEN ...):
+    its token, and for a claim the status and updated_ms it took the job from."""
+
+    token: str
+    claimed_from: JobStatus | None = None
+    claimed_from_ms: int | None = None
 
 
 @dataclass
@@ -40,6 +51,8 @@ class JobsTables:
     # holds them.
     live: dict[tuple[str, str], tuple[str, int]] = field(default_factory=dict)
     markers: dict[tuple[str, str], Marker] = field(default_factory=dict)
+    # The write token attributes of the job items: (tenant, job id, kind of write) -> the last such write's.
+    stamps: dict[tuple[str, str, str], Stamp] = field(default_factory=dict)
     executions: dict[tuple[str, str], dict[int, Execution]] = field(default_factory=dict)
     schedules: dict[tuple[str, str], Schedule] = field(default_factory=dict)
     # An active schedule's place in the live GSI (partition "cron:<shard>"): (tenant, id) -> next fire.

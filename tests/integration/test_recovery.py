@@ -132,7 +132,7 @@ def test_given_cancelled_job_when_its_entry_is_read_then_it_is_dropped_and_never
 ) -> None:
     job_id = submit(container, receiver, delay_s=0.3)
     cancelled = container.jobs.cancel(TENANT, job_id, container.clock.now_ms())
-    assert cancelled.status is JobStatus.SCHEDULED  # the job as it was
+    assert cancelled.status is JobStatus.CANCELLED
     shard = cancelled.shard
 
     with running_loops(container):

@@ -278,6 +278,7 @@ def test_given_the_api_function_when_it_is_the_first_to_start_then_it_may_record
     [
         ("SubmitFunction", ["dynamodb:UpdateItem"]),
         ("PromoteFunction", ["dynamodb:UpdateItem"]),
+        ("ExecuteFunction", ["dynamodb:UpdateItem"]),
         ("ReapFunction", ["dynamodb:BatchGetItem", "dynamodb:DeleteItem"]),
     ],
 )
@@ -287,7 +288,8 @@ def test_given_unindexed_notes_when_compared_with_tables_module_then_writers_not
     on_notes = [
         st
         for st in keys_table_statements(template, function_id)
-        if st["Condition"].get("ForAllValues:StringLike", {}).get("dynamodb:LeadingKeys") == UNINDEXED_KEYS
+        if st.get("Condition", {}).get("ForAllValues:StringLike", {}).get("dynamodb:LeadingKeys")
+        == UNINDEXED_KEYS
     ]
 
     assert [st["Action"] for st in on_notes] == [actions]

@@ -84,7 +84,8 @@ class JobStore(Protocol):
         ...
 
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
-        """Dead-letters a live job of the member's generation or raises StaleState."""
+        """Dead-letters a live job of the member's generation (done already when it is dead in that generation
+        for that reason) or raises StaleState."""
         ...
 
     def live_jobs(
@@ -112,7 +113,7 @@ class JobAdminStore(Protocol):
         ...
 
     def cancel(self, tenant: str, job_id: str, now_ms: int) -> Job:
-        """Cancels a scheduled job or raises NotFound or StaleState."""
+        """Cancels a scheduled job and returns it cancelled, or raises NotFound or StaleState."""
         ...
 
     def replay(self, tenant: str, job_id: str, shard: int, now_ms: int) -> Job:

@@ -21,6 +21,7 @@ from hookline.usecases.execute import Disposition
 from tests.fakes.callbacks import Step, ok, response, timeout, unsafe_url
 from tests.fakes.faults import DynamoUnavailable, ScriptError, redis_down
 from tests.unit.usecases.world import (
+    BACKOFF_S,
     LEASE_MS,
     MAX_DELIVERIES,
     REDELIVER_AFTER_MS,
@@ -536,20 +537,78 @@ def test_given_ack_reply_lost_after_it_was_applied_then_nothing_is_redelivered(w
     assert world.drain() == []
 
 
-def test_given_dead_letter_fails_after_job_marked_dead_then_entry_redelivered_and_dropped(
-    world: World,
+def test_given_dead_letter_fails_after_job_marked_dead_then_acknowledged_and_told_so(
+    world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     world.callbacks.then(response(410))
     job = world.submit()
     world.executor_redis().faults.fail_next("dead_letter")
 
-    assert world.drain() == [Disposition.LEFT_PENDING]
-    world.clock.advance(REDELIVER_AFTER_MS)
-    world.reap()
-    assert world.drain() == [Disposition.STALE]
+    assert world.drain() == [Disposition.DEAD]
 
     assert world.job(job).status is JobStatus.DEAD  # DynamoDB is the record; the dead stream is only a feed
+    assert world.state() == idle_state()  # acknowledged: a re-delivery would only be dropped as stale
+    assert world.metrics.counts["DeadFeedFailed"] == 1
+    assert "job is dead in DynamoDB; writing its dead-stream entry failed" in caplog.text
+    assert "outcome not recorded" not in caplog.text
+
+
+def test_given_redis_fails_to_index_a_retry_after_its_outcome_was_recorded_then_noted_and_acknowledged(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    world.callbacks.then(response(503))
+    job = world.submit()
+    world.executor_redis().faults.fail_next("index")
+
+    assert world.drain() == [Disposition.RETRIED]
+
+    after = world.job(job)
+    retry_due_ms = T0 + int(BACKOFF_S * 1000)
+    assert (after.status, after.generation, after.due_ms) == (JobStatus.SCHEDULED, 2, retry_due_ms)
+    assert world.state() == idle_state()  # acknowledged, and Redis does not hold the retry
+    (note,) = world.unindexed.notes.values()
+    assert [(j.member.encode(), j.due_ms) for j in note.jobs] == [(member(job, 2), retry_due_ms)]
+    assert world.metrics.counts["IndexFailed"] == 1
+    assert "indexing failed; noting the jobs for the reaper" in caplog.text
+    assert "outcome not recorded" not in caplog.text
+    assert "delivery failed" not in caplog.text
+
+    world.reap()  # the reaper reads the note (every second in production) and indexes the retry
+
+    assert world.state() == idle_state(due={member(job, 2): retry_due_ms}, wake=1)
+    world.clock.advance(int(BACKOFF_S * 1000))
+    world.promoter().tick()
+    assert world.drain() == [Disposition.SUCCEEDED]
+    assert attempt_headers(world) == ["1", "2"]
+
+
+def test_given_claim_reply_lost_and_one_attempt_allowed_then_delivered_once_and_no_attempt_abandoned(
+    world: World,
+) -> None:
+    """The repeat of the claim finds its own token: not a lease held by someone else, not two attempts."""
+    job = world.submit(max_attempts=1)
+    world.store.replies.lose("update_item")
+
+    assert world.drain() == [Disposition.SUCCEEDED]
+
+    assert world.store.replies.lost == 1
+    after = world.job(job)
+    assert (after.status, after.attempt) == (JobStatus.SUCCEEDED, 1)
+    assert attempts(world, job) == [(1, ExecutionOutcome.SUCCEEDED, 200, None)]
     assert world.state() == idle_state()
+
+
+def test_given_finish_reply_lost_on_a_retry_then_retried_and_indexed_not_a_lost_hold(world: World) -> None:
+    world.callbacks.then(response(503))
+    job = world.submit()
+    world.store.replies.lose("transact_write_items")
+
+    assert world.drain() == [Disposition.RETRIED]
+
+    assert world.store.replies.lost == 1
+    retry_due_ms = T0 + int(BACKOFF_S * 1000)
+    assert world.job(job).generation == 2
+    assert world.state() == idle_state(due={member(job, 2): retry_due_ms}, wake=1)
 
 
 def test_given_redis_down_at_the_limiter_when_read_then_left_pending_and_delivered_later(

@@ -112,3 +112,29 @@ def test_given_several_dead_jobs_when_replayed_in_bulk_then_one_batch_and_more_r
         JobStatus.SCHEDULED,
         JobStatus.SCHEDULED,
     ]
+
+
+def test_given_cancel_reply_lost_when_the_client_repeats_it_then_cancelled_not_conflict(world: World) -> None:
+    job = world.submit(delay_s=30)
+    world.store.replies.lose("update_item")
+
+    cancelled = world.manager().cancel(TENANT, job.job_id)
+
+    assert world.store.replies.lost == 1
+    assert (cancelled.status, world.job(job).status) == (JobStatus.CANCELLED, JobStatus.CANCELLED)
+    assert world.state() == idle_state(wake=1)
+
+
+def test_given_replay_reply_lost_when_the_client_repeats_it_then_replayed_once_and_indexed(
+    world: World,
+) -> None:
+    world.callbacks.then(response(404))
+    job = world.submit()
+    world.drain()
+    world.store.replies.lose("update_item")
+
+    replayed = world.manager().replay(TENANT, job.job_id)
+
+    assert (replayed.status, replayed.generation) == (JobStatus.SCHEDULED, 2)
+    assert world.job(job) == replayed
+    assert world.state()["ready"] == [entry(replayed.member())]

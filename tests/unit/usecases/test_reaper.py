@@ -7,6 +7,8 @@ reaper's sleeps (its back-off from a Redis blip, watch's interval) spend the fro
 
 from __future__ import annotations
 
+import pytest
+
 from hookline.adapters.redis import keys as redis_keys
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.delivery import Finish
@@ -114,6 +116,34 @@ def test_given_dynamodb_down_when_dead_lettering_then_entry_kept_and_dead_letter
     assert world.job(job).status is JobStatus.DEAD
     assert len(world.state()["dead"]) == 1
     assert world.state()["pending"] == []
+
+
+def test_given_redis_fails_the_dead_letter_after_the_job_was_marked_dead_then_a_later_pass_writes_it(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    job = world.submit()
+    exhaust(world)
+    redis = world.redis("reaper")
+    redis.faults.fail_next("dead_letter")
+
+    report = world.reaper(redis=redis).run(world.clock.now_ms() + 60_000)
+
+    assert report.dead_lettered == 0
+    assert world.job(job).status is JobStatus.DEAD
+    assert world.state()["dead"] == []
+    assert [(m, consumer) for m, consumer, _ in world.state()["pending"]] == [(member(job), "reaper")]
+    assert world.metrics.counts["DeadFeedFailed"] == 1
+    assert "writing its dead-stream entry failed, a later pass writes it" in caplog.text
+    world.clock.advance(REDELIVER_AFTER_MS)
+
+    assert world.reaper(redis=redis).run(world.clock.now_ms() + 60_000).dead_lettered == 1
+
+    now = world.clock.now_ms()
+    assert world.state() == idle_state(
+        dead=[{"m": member(job), "reason": "deliveries_exhausted", "at": str(now)}]
+    )
+    assert world.job(job).status is JobStatus.DEAD
+    assert world.metrics.counts["DeadLettered"] == 1
 
 
 def test_given_last_delivery_in_flight_when_its_entry_is_exhausted_then_the_attempt_keeps_the_job(

@@ -195,3 +195,15 @@ def test_given_a_batch_when_its_indexing_fails_then_every_job_is_noted_and_the_r
     assert world.state() == idle_state(
         ready=[entry(now.member())], inflight={member(now): T0}, due={member(later): T0 + 30_000}, wake=1
     )
+
+
+def test_given_create_reply_lost_when_the_client_repeats_it_then_created_once_and_indexed(
+    world: World,
+) -> None:
+    world.store.replies.lose("put_item")
+
+    job = world.submit(delay_s=30)
+
+    assert world.store.replies.lost == 1
+    assert list(world.tables.jobs) == [(TENANT, job.job_id)]
+    assert world.state() == idle_state(due={member(job): T0 + 30_000}, wake=1)

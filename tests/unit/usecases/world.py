@@ -117,6 +117,7 @@ class World:
                 "rng": random.Random(7),
                 "timing": TIMING,
                 "max_deliveries": MAX_DELIVERIES,
+                "unindexed": self.unindexed,
             }
             executor = Executor(**{**parts, **options})
             self._executors[consumer] = (redis, executor)

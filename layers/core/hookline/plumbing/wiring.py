@@ -382,6 +382,7 @@ class Container:
             stats=self.stats,
             timing=self.settings.lease_timing(),
             max_deliveries=self.settings.max_deliveries,
+            unindexed=self.unindexed,
         )
 
     @cached_property

@@ -27,9 +27,11 @@ from hookline.ports import (
     ReadyStream,
     SecretProvider,
     StatsRecorder,
+    UnindexedLog,
 )
 from hookline.usecases.acker import Acker
 from hookline.usecases.heartbeat import Heartbeat, Hold
+from hookline.usecases.indexing import index_or_note
 from hookline.usecases.readers import Capacity, ShardReaders
 from hookline.usecases.recover import Recoverer
 from hookline.usecases.stats_buffer import StatsBuffer
@@ -77,10 +79,12 @@ class Executor:
         stats: StatsRecorder | None = None,
         timing: LeaseTiming | None = None,
         max_deliveries: int = 5,
+        unindexed: UnindexedLog | None = None,
     ) -> None:
         self._store = store
         self._stream = stream
         self._due = due
+        self._unindexed = unindexed
         self._limiters = limiters
         self._clock = clock
         self._callbacks = callbacks
@@ -390,17 +394,20 @@ class Executor:
             self._ack(entry)
             self._metrics.count("LostHold")
             return Disposition.LOST_HOLD
+        # From here on DynamoDB holds the outcome: a Redis failure below must neither leave the retry to the
+        # reaper's due scan nor be reported as a delivery whose outcome was not recorded.
         if finish.status is JobStatus.SCHEDULED:
             assert finish.next_due_ms is not None
             # Index the retry only after the fenced write succeeded: the retry's member is the same string
             # for any attempt of this generation, so an executor that lost its lease would otherwise write
-            # its own due time over the new owner's, and the job would fire early. A crash between the write
-            # and this line leaves a scheduled job no Redis index holds: the reaper's reconcile finds it in
-            # DynamoDB and indexes it (late, never lost).
-            retry = job.with_changes(generation=job.generation + 1)
-            self._due.index(retry.member(), job.shard, finish.next_due_ms, self._clock.now_ms())
+            # its own due time over the new owner's, and the job would fire early. If Redis fails, the retry
+            # is noted for the reaper, which indexes it about a second after Redis answers (index_or_note);
+            # a crash between the write and this line leaves a scheduled job no Redis index holds: the
+            # reaper's reconcile finds it in DynamoDB and indexes it (late, never lost).
+            retry = job.with_changes(generation=job.generation + 1, due_ms=finish.next_due_ms)
+            index_or_note(self._due, self._unindexed, self._metrics, retry, self._clock.now_ms())
         if finish.status is JobStatus.DEAD:
-            self._stream.dead_letter(entry, finish.error or "dead", now_ms)
+            self._dead_letter(entry, job, finish.error or "dead", now_ms)
             self._metrics.count("DeadLettered")
             self._metrics.count("Failed")
             self._stats.record(job.tenant, Outcome.DEAD, now_ms, job.job_id, lag_ms)
@@ -414,6 +421,23 @@ class Executor:
         self._metrics.count("Succeeded")
         self._stats.record(job.tenant, Outcome.SUCCEEDED, now_ms, lag_ms=lag_ms)
         return Disposition.SUCCEEDED
+
+    def _dead_letter(self, entry: StreamEntry, job: Job, reason: str, now_ms: int) -> None:
+        """Writes the dead job's feed entry, which also finishes its delivery; if Redis fails, acknowledges.
+
+        DynamoDB already holds the job dead (the record; the dead stream is a feed). Left pending, the entry
+        would only be re-delivered and dropped as stale at its claim, its feed entry missing all the same.
+        """
+        try:
+            self._stream.dead_letter(entry, reason, now_ms)
+        except Exception:
+            logger.warning(
+                "job is dead in DynamoDB; writing its dead-stream entry failed, so the dead stream misses it",
+                extra={"job_id": job.job_id},
+                exc_info=True,
+            )
+            self._metrics.count("DeadFeedFailed")
+            self._ack(entry)
 
     def _signed_headers(self, job: Job, now_ms: int, body: bytes) -> dict[str, str]:
         """Returns the job's headers with the signature headers of this attempt merged over them."""

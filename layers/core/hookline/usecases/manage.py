@@ -98,14 +98,14 @@ class JobManager:
         """Cancels a job that has not started; raises NotFound, or Conflict when it is past that point."""
         now_ms = self._clock.now_ms()
         try:
-            before = self._store.cancel(tenant, job_id, now_ms)
+            cancelled = self._store.cancel(tenant, job_id, now_ms)
         except StaleState as error:
             raise Conflict(str(error)) from error
         # Unindexing is a courtesy: the promoter still moves the member, and the executor's claim drops it
         # as stale. So it is skipped while Redis is known down.
         if self._circuit is None or self._circuit.allows():
             try:
-                self._index.unindex(before.member(), before.shard)
+                self._index.unindex(cancelled.member(), cancelled.shard)
             except Exception as error:
                 if self._circuit is not None and isinstance(error, IndexUnavailable):
                     self._circuit.failed()
@@ -115,7 +115,7 @@ class JobManager:
                     self._circuit.succeeded()
         self._metrics.count("Cancelled")
         self._stats.record(tenant, Outcome.CANCELLED, now_ms)
-        return before.with_changes(status=JobStatus.CANCELLED, updated_ms=now_ms)
+        return cancelled
 
     def replay(self, tenant: str, job_id: str) -> Job:
         """Schedules a dead job again, due now; raises NotFound, or Conflict when it is not dead."""

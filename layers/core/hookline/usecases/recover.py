@@ -21,6 +21,8 @@ logger = logging.getLogger(__name__)
 
 # Batches of one executor's recovery pass per shard; what is left waits for the next pass (bounded work).
 MAX_BATCHES_PER_PASS = 10
+# The dead reason of a job whose deliveries kept being abandoned.
+DELIVERIES_EXHAUSTED = "deliveries_exhausted"
 # Where a scan of a shard's pending entries starts (and what the stream answers once it went round).
 SCAN_START = "0-0"
 
@@ -98,17 +100,34 @@ class Recoverer:
         return cursor
 
     def _dead_letter(self, entry: StreamEntry, into: Recovered) -> None:
-        """Ends a delivery that kept being abandoned (a poison message must not loop forever)."""
+        """Ends a delivery that kept being abandoned (a poison message must not loop forever).
+
+        DynamoDB first (the record), then the dead stream's feed entry, which also finishes the delivery. If
+        Redis fails between the two, the entry stays pending (under this recoverer) and comes back to a
+        later pass, exhausted again: mark_dead then finds the job already dead for this reason in this
+        generation and answers done, and the feed entry is written then.
+        """
         now_ms = self._clock.now_ms()
         try:
-            self._store.mark_dead(entry.member, "deliveries_exhausted", now_ms)
+            self._store.mark_dead(entry.member, DELIVERIES_EXHAUSTED, now_ms)
         except StaleState:
             # The job moved on (finished, retried, cancelled), or an attempt still holds its lease and will
             # record its own outcome: nothing to kill. If that attempt dies, its lease expires and the
             # reconciliation finds the job missing from Redis and indexes it again.
             self._stream.ack(entry)
             return
-        self._stream.dead_letter(entry, "deliveries_exhausted", now_ms)
+        try:
+            dead_id = self._stream.dead_letter(entry, DELIVERIES_EXHAUSTED, now_ms)
+        except Exception:
+            logger.warning(
+                "job is dead in DynamoDB; writing its dead-stream entry failed, a later pass writes it",
+                extra={"job_id": entry.member.job_id},
+                exc_info=True,
+            )
+            self._metrics.count("DeadFeedFailed")
+            return
+        if dead_id is None:
+            return  # another recoverer finished this entry meanwhile: it counted the job
         into.dead_lettered += 1
         self._metrics.count("DeadLettered")
         self._stats.record(entry.member.tenant, Outcome.DEAD, now_ms, entry.member.job_id)

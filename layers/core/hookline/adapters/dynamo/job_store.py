@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -35,6 +36,22 @@ CANCELLABLE = "#status = :scheduled"
 # Only a dead job is replayed: a live one would then run twice, a succeeded one again.
 REPLAYABLE = "#status = :dead"
 
+# Every conditional write that changes a job (create, claim, finish, cancel, replay) stamps it with a token
+# made for that call, and an idempotency marker carries its create's. The clients send a write again when
+# its reply was lost (botocore's retries, the lean client's), and the repeat of a write that was applied
+# fails its own condition: a refused write that finds its own token was applied by that first try, and
+# reports that success, never someone else's hold, a conflict or a missing job. Each kind of write has its
+# own attribute, so that another kind of write cannot overwrite the token before the repeat arrives (a job
+# created and, before the create's repeat, indexed by the reaper from DynamoDB and claimed; a retry finished
+# and claimed by another executor). A claim also keeps what it took the job from (CLAIMED_FROM_STATUS,
+# CLAIMED_FROM_MS), so its repeat can tell a take-over as the first try's reply did.
+CREATE_TOKEN = "create_token"
+CLAIM_TOKEN = "claim_token"
+FINISH_TOKEN = "finish_token"
+CHANGE_TOKEN = "change_token"  # cancel and replay
+CLAIMED_FROM_STATUS = "claimed_from_status"
+CLAIMED_FROM_MS = "claimed_from_ms"
+
 # A job listing reads this many items per round of queries (split over the buckets) when filtering by
 # status, and at most LIST_MAX_READ_ITEMS per call (about 1 MB of reads), so a sparse filter cannot make one
 # request scan a whole tenant.
@@ -57,6 +74,11 @@ _NAMES = {
     "#code": "last_status_code",
     "#error": "last_error",
     "#sk": tables.JOBS_SK,
+    "#claim_token": CLAIM_TOKEN,
+    "#finish_token": FINISH_TOKEN,
+    "#change_token": CHANGE_TOKEN,
+    "#claimed_from": CLAIMED_FROM_STATUS,
+    "#claimed_ms": CLAIMED_FROM_MS,
 }
 
 
@@ -64,20 +86,28 @@ def _names(*expressions: str) -> dict[str, str]:
     return codec.attribute_names(_NAMES, *expressions)
 
 
-def _refusal(error: ClientError, job_id: str, rule: str) -> NotFound | StaleState:
+def new_write_token() -> str:
+    """Returns a token for one conditional write (64 random bits); its retries carry the same one."""
+    return secrets.token_hex(8)
+
+
+def _stamped(item: codec.Item | None, attribute: str, token: str) -> bool:
+    """Tells whether the token attribute of item is the one the write carrying token left."""
+    return item is not None and item.get(attribute) == {"S": token}
+
+
+def _refusal(item: codec.Item | None, job_id: str, rule: str) -> NotFound | StaleState:
     """Turns a failed condition on an existing-job update into NotFound or StaleState naming the status."""
-    response: dict[str, Any] = dict(error.response)
-    if "Item" not in response:
+    if item is None:
         return NotFound(f"job {job_id} not found")
-    return StaleState(f"job {job_id} is {codec.item_to_job(response['Item']).status.value}; {rule}")
+    return StaleState(f"job {job_id} is {codec.item_to_job(item).status.value}; {rule}")
 
 
-def _claim_refusal(error: ClientError, member: Member, now_ms: int) -> NotYet | StaleState:
+def _claim_refusal(item: codec.Item | None, member: Member, now_ms: int) -> NotYet | StaleState:
     """Tells a claim that must wait (due later, or the lease still held) from one that may never succeed."""
-    response: dict[str, Any] = dict(error.response)
-    if "Item" not in response:
+    if item is None:
         return StaleState(f"job {member.job_id} does not exist")
-    job = codec.item_to_job(response["Item"])
+    job = codec.item_to_job(item)
     if job.generation == member.generation:
         if job.status is JobStatus.SCHEDULED and job.due_ms > now_ms:
             return NotYet(f"job {member.job_id} is due at {job.due_ms}", job.due_ms)
@@ -91,6 +121,15 @@ def _claim_refusal(error: ClientError, member: Member, now_ms: int) -> NotYet | 
         f"job {member.job_id} generation {member.generation} is not claimable ({job.status.value}, "
         f"generation {job.generation})"
     )
+
+
+def _own_claim(item: codec.Item) -> Claim:
+    """Returns the Claim a claim's first try made, read from the item it left (its repeat was refused)."""
+    job = codec.item_to_job(item)
+    values = codec.from_attribute_values(item)
+    if values.get(CLAIMED_FROM_STATUS) == JobStatus.RUNNING.value:
+        return Claim(job, job.attempt - 1, values[CLAIMED_FROM_MS])
+    return Claim(job)
 
 
 class DynamoJobStore:
@@ -119,15 +158,25 @@ class DynamoJobStore:
         """Stores a new job; with an idempotency key, returns the earlier job of the same request instead.
 
         Returns (job, created). Raises IdempotencyConflict when the key was used with a different request.
+        A repeat of this call's own write (its reply was lost, the client sent it again) reports it created.
         """
+        token = new_write_token()
+        item = {**codec.job_to_item(job, self._keyspace), CREATE_TOKEN: {"S": token}}
         job_put = {
             "TableName": self._jobs,
-            "Item": codec.job_to_item(job, self._keyspace),
+            "Item": item,
             "ConditionExpression": ITEM_IS_NEW,
             "ExpressionAttributeNames": _names(ITEM_IS_NEW),
         }
         if job.idempotency_key is None:
-            self._client.put_item(**job_put)
+            try:
+                self._client.put_item(**job_put, ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            except ClientError as error:
+                # A fresh id is taken only by this call's own first try: anything else is an error.
+                if codec.error_code(error) != "ConditionalCheckFailedException" or not _stamped(
+                    self._refused_item(error, item), CREATE_TOKEN, token
+                ):
+                    raise
             return job, True
         marker = codec.to_attribute_values(
             {
@@ -136,6 +185,7 @@ class DynamoJobStore:
                 "job_id": job.job_id,
                 "request_hash": request_hash,
                 tables.TTL_ATTRIBUTE: now_ms // 1000 + constants.IDEMPOTENCY_RETENTION_S,
+                CREATE_TOKEN: token,
             }
         )
         marker_put = {
@@ -148,10 +198,13 @@ class DynamoJobStore:
         # Only a failed condition means the key was taken; a throttled or conflicting transaction is retried
         # and then answered as a dependency failure (503), never as a conflict the client cannot fix.
         if self._transactions.write([{"Put": job_put}, {"Put": marker_put}]) is not None:
-            return self._earlier_job(job.tenant, job.idempotency_key, request_hash), False
+            return self._earlier_job(job.tenant, job.idempotency_key, request_hash, token)
         return job, True
 
-    def _earlier_job(self, tenant: str, idempotency_key: str, request_hash: str) -> Job:
+    def _earlier_job(
+        self, tenant: str, idempotency_key: str, request_hash: str, token: str
+    ) -> tuple[Job, bool]:
+        """Returns the job the key's marker names: (job, True) when this call's own first try wrote it."""
         reply = self._client.get_item(
             TableName=self._jobs,
             Key=codec.to_attribute_values(
@@ -168,7 +221,23 @@ class DynamoJobStore:
         marker = codec.from_attribute_values(reply["Item"])
         if marker["request_hash"] != request_hash:
             raise IdempotencyConflict("idempotency_key was already used with a different request")
-        return self.get(tenant, marker["job_id"])
+        return self.get(tenant, marker["job_id"]), marker.get(CREATE_TOKEN) == token
+
+    def _refused_item(self, error: ClientError, key: codec.Item) -> codec.Item | None:
+        """Returns the item a refused conditional write found (None: no item).
+
+        That is the refusal's ALL_OLD (ReturnValuesOnConditionCheckFailure); where a client or emulator
+        gives none, a consistent read of the key (only key attributes of `key` are used).
+        """
+        response: dict[str, Any] = dict(error.response)
+        if "Item" in response:
+            item: codec.Item = response["Item"]
+            return item
+        only_key = {name: key[name] for name in (tables.JOBS_PK, tables.JOBS_SK)}
+        found: codec.Item | None = self._client.get_item(
+            TableName=self._jobs, Key=only_key, ConsistentRead=True
+        ).get("Item")
+        return found
 
     def get(self, tenant: str, job_id: str) -> Job:
         """Returns the tenant's job; raises NotFound (also for another tenant's id)."""
@@ -190,14 +259,19 @@ class DynamoJobStore:
             StaleState: The job may never run for this member (another generation, finished, cancelled).
         """
         lease_ms = now_ms + self._lease_ms
+        token = new_write_token()
+        key = self._key(member.tenant, member.job_id)
+        # The copies come first: whether SET reads the item as it was or action by action, they read the
+        # status and updated_ms the job had before this claim.
         update = (
-            "SET #status = :running, #attempt = #attempt + :one, #lease = :lease, #live_sk = :lease, "
-            "#updated = :now_ms"
+            "SET #claimed_from = #status, #claimed_ms = #updated, #status = :running, "
+            "#attempt = #attempt + :one, #lease = :lease, #live_sk = :lease, #updated = :now_ms, "
+            "#claim_token = :token"
         )
         try:
             reply = self._client.update_item(
                 TableName=self._jobs,
-                Key=self._key(member.tenant, member.job_id),
+                Key=key,
                 UpdateExpression=update,
                 ConditionExpression=CLAIMABLE,
                 ExpressionAttributeNames=_names(update, CLAIMABLE),
@@ -209,15 +283,21 @@ class DynamoJobStore:
                         ":lease": lease_ms,
                         ":now_ms": now_ms,
                         ":generation": member.generation,
+                        ":token": token,
                     }
                 ),
                 ReturnValues="ALL_OLD",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
-            if codec.error_code(error) == "ConditionalCheckFailedException":
-                raise _claim_refusal(error, member, now_ms) from error
-            raise
+            if codec.error_code(error) != "ConditionalCheckFailedException":
+                raise
+            item = self._refused_item(error, key)
+            if _stamped(item, CLAIM_TOKEN, token):
+                # This claim's first try took the job and only its reply was lost: the attempt is ours.
+                assert item is not None
+                return _own_claim(item)
+            raise _claim_refusal(item, member, now_ms) from error
         if "Attributes" not in reply:
             raise StaleState(f"job {member.job_id} does not exist")
         before = codec.item_to_job(reply["Attributes"])
@@ -261,19 +341,25 @@ class DynamoJobStore:
     def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
         """Records the attempts and the next state in one transaction.
 
+        A repeat of this call's own transaction (its reply was lost and the client sent it again, and
+        DynamoDB did not answer it from the transaction's idempotency token: an emulator, or a repeat after
+        the token's window) finds the job stamped by it and reports that success.
+
         Raises:
             StaleState: The attempt no longer holds the job (the condition on the job item failed).
             DependencyDown: DynamoDB kept cancelling the transaction for a transient reason; nothing was
                 written, and the caller must not take that for a lost lease.
         """
+        token = new_write_token()
         values: dict[str, Any] = {
             ":status": finish.status.value,
             ":now_ms": now_ms,
             ":running": JobStatus.RUNNING.value,
             ":generation": job.generation,
             ":attempt": job.attempt,
+            ":token": token,
         }
-        sets = ["#status = :status", "#updated = :now_ms"]
+        sets = ["#status = :status", "#updated = :now_ms", "#finish_token = :token"]
         removes = ["#lease"]
         for placeholder, value, name in (
             (":code", finish.status_code, "#code"),
@@ -293,9 +379,10 @@ class DynamoJobStore:
             values[":expires"] = now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S
             removes += ["#live_pk", "#live_sk"]
         expression = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
+        key = self._key(job.tenant, job.job_id)
         update = {
             "TableName": self._jobs,
-            "Key": self._key(job.tenant, job.job_id),
+            "Key": key,
             "UpdateExpression": expression,
             "ConditionExpression": HELD_BY_ATTEMPT,
             "ExpressionAttributeNames": _names(expression, HELD_BY_ATTEMPT),
@@ -306,6 +393,9 @@ class DynamoJobStore:
         ]
         reasons = self._transactions.write([*puts, {"Update": update}])
         if reasons is not None and reasons[len(puts)] == CONDITION_FAILED:
+            found = self._client.get_item(TableName=self._jobs, Key=key, ConsistentRead=True).get("Item")
+            if _stamped(found, FINISH_TOKEN, token):
+                return  # this call's first try wrote it (the execution records are plain puts: rewritten)
             raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
         if reasons is not None:
             # Execution records carry no condition, so this cannot happen; never read it as a lost lease.
@@ -314,16 +404,19 @@ class DynamoJobStore:
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
         """Dead-letters a job of the member's generation whose deliveries ran out; StaleState otherwise.
 
-        Only a scheduled job, or a running one whose attempt's lease has expired, is dead-lettered.
+        Only a scheduled job, or a running one whose attempt's lease has expired, is dead-lettered. A job
+        already dead in the member's generation for the same reason is what this call asks for (its own
+        first try whose reply was lost, or an earlier call whose caller failed after it): no error.
         """
         update = (
             "SET #status = :dead, #error = :error, #updated = :now_ms, #expires = :expires "
             "REMOVE #lease, #live_pk, #live_sk"
         )
+        key = self._key(member.tenant, member.job_id)
         try:
             self._client.update_item(
                 TableName=self._jobs,
-                Key=self._key(member.tenant, member.job_id),
+                Key=key,
                 UpdateExpression=update,
                 ConditionExpression=DEAD_LETTERABLE,
                 ExpressionAttributeNames=_names(update, DEAD_LETTERABLE),
@@ -338,21 +431,32 @@ class DynamoJobStore:
                         ":running": JobStatus.RUNNING.value,
                     }
                 ),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
-            if codec.error_code(error) == "ConditionalCheckFailedException":
-                raise StaleState(
-                    f"job {member.job_id} is no longer live in generation {member.generation}, "
-                    "or an attempt still holds its lease"
-                ) from error
-            raise
+            if codec.error_code(error) != "ConditionalCheckFailedException":
+                raise
+            item = self._refused_item(error, key)
+            found = None if item is None else codec.item_to_job(item)
+            if (
+                found is not None
+                and found.status is JobStatus.DEAD
+                and found.generation == member.generation
+                and found.last_error == reason
+            ):
+                return
+            raise StaleState(
+                f"job {member.job_id} is no longer live in generation {member.generation}, "
+                "or an attempt still holds its lease"
+            ) from error
 
     def cancel(self, tenant: str, job_id: str, now_ms: int) -> Job:
-        """Cancels a job that has not started; returns it as it was. Raises NotFound or StaleState."""
+        """Cancels a job that has not started; returns it cancelled. Raises NotFound or StaleState."""
         return self._transition(
             tenant,
             job_id,
-            "SET #status = :cancelled, #updated = :now_ms, #expires = :expires REMOVE #live_pk, #live_sk",
+            "SET #status = :cancelled, #updated = :now_ms, #expires = :expires, #change_token = :token "
+            "REMOVE #live_pk, #live_sk",
             CANCELLABLE,
             {
                 ":cancelled": JobStatus.CANCELLED.value,
@@ -360,7 +464,6 @@ class DynamoJobStore:
                 ":now_ms": now_ms,
                 ":expires": now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S,
             },
-            returns="ALL_OLD",
             rule="only a scheduled job can be cancelled",
         )
 
@@ -371,26 +474,34 @@ class DynamoJobStore:
         update: str,
         condition: str,
         values: dict[str, Any],
-        returns: str,
         rule: str,
     ) -> Job:
-        """Applies an API-driven state change to an existing job; NotFound or StaleState (naming rule)."""
+        """Applies an API-driven state change to an existing job and returns the job after it.
+
+        The update sets #change_token = :token. NotFound or StaleState (naming rule); a repeat of this call's
+        own first try, which was applied, returns the job it left.
+        """
+        token = new_write_token()
         condition = f"attribute_exists(#pk) AND {condition}"
+        key = self._key(tenant, job_id)
         try:
             reply = self._client.update_item(
                 TableName=self._jobs,
-                Key=self._key(tenant, job_id),
+                Key=key,
                 UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=_names(update, condition),
-                ExpressionAttributeValues=codec.to_attribute_values(values),
-                ReturnValues=returns,
+                ExpressionAttributeValues=codec.to_attribute_values({**values, ":token": token}),
+                ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
             if codec.error_code(error) != "ConditionalCheckFailedException":
                 raise
-            raise _refusal(error, job_id, rule) from error
+            item = self._refused_item(error, key)
+            if item is not None and _stamped(item, CHANGE_TOKEN, token):
+                return codec.item_to_job(item)
+            raise _refusal(item, job_id, rule) from error
         return codec.item_to_job(reply["Attributes"])
 
     def live_jobs(
@@ -502,7 +613,7 @@ class DynamoJobStore:
         """
         update = (
             "SET #status = :scheduled, #generation = #generation + :one, #base = #attempt, #due = :now_ms, "
-            "#live_pk = :shard, #live_sk = :now_ms, #updated = :now_ms "
+            "#live_pk = :shard, #live_sk = :now_ms, #updated = :now_ms, #change_token = :token "
             "REMOVE #expires, #lease, #code, #error"
         )
         return self._transition(
@@ -517,7 +628,6 @@ class DynamoJobStore:
                 ":now_ms": now_ms,
                 ":shard": self._keyspace.live_pk(shard, job_id),
             },
-            returns="ALL_NEW",
             rule="only a dead job can be replayed",
         )
 
