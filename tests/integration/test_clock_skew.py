@@ -54,7 +54,7 @@ def test_given_a_host_clock_off_by_30_s_then_the_server_clock_reads_redis_time(
     assert abs(clock.offset_ms + skew_ms) < TOLERANCE_MS
 
 
-def test_given_redis_unreachable_then_the_server_clock_reads_the_host_clock_and_does_not_retry_each_time() -> (
+def test_given_redis_unreachable_then_the_server_clock_reads_the_host_clock_and_does_not_retry_at_once() -> (
     None
 ):
     unreachable = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)

@@ -13,7 +13,9 @@ from tests.unit.usecases.world import REDELIVER_AFTER_MS, T0, World, member
 GAP_MS = constants.PROMOTER_GAP_MS
 
 
-def test_given_no_promoter_when_a_job_falls_due_then_an_executor_promotes_and_delivers_it(world: World) -> None:
+def test_given_no_promoter_when_a_job_falls_due_then_an_executor_promotes_and_delivers_it(
+    world: World,
+) -> None:
     job = world.submit(delay_s=1)
     world.clock.advance(1_000 + GAP_MS)  # due, and left unpromoted past the gap
 
