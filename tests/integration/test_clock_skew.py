@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from hookline.adapters.redis.server_clock import RedisTimeClock
 from hookline.domain.clock import SystemClock
@@ -57,7 +59,9 @@ def test_given_a_host_clock_off_by_30_s_then_the_server_clock_reads_redis_time(
 def test_given_redis_unreachable_then_the_server_clock_reads_the_host_clock_and_does_not_retry_at_once() -> (
     None
 ):
-    unreachable = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    unreachable = redis.Redis(
+        host="127.0.0.1", port=1, socket_connect_timeout=0.2, retry=Retry(NoBackoff(), 0)
+    )
     host = SkewedClock(SKEW_MS)
     clock = RedisTimeClock(unreachable, host)
 

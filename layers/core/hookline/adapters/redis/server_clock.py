@@ -10,8 +10,10 @@ TIME is asked once at the first reading and again every recalibrate_ms after tha
 round trip per reading): a reading costs the host clock's read and one comparison. The offset is measured
 as Redis's time minus the midpoint of the local readings around the round trip, so it is off by at most
 half a round trip. While Redis does not answer, the last offset stays in use (before the first answer:
-none, the host's clock), and the next try comes a recalibrate_ms later, so an outage does not put a round
-trip into every reading.
+none, the host's clock) and the next try comes retry_ms later, so an outage puts a round trip into one
+reading a second, not into every one. Until the first answer a skewed host is as wrong as before: the
+engine's loops need Redis for their work anyway, and the claim still refuses a job before its due time
+on whatever clock the executor has.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ logger = logging.getLogger(__name__)
 
 # How often the offset is measured again: drift between two measurements stays far below a millisecond.
 RECALIBRATE_MS = 10_000
+# After a failed or too coarse measurement, the next try comes this much later.
+RETRY_MS = 1_000
 # A measurement whose round trip took longer than this is too coarse to keep (half of it is the error).
 MAX_ROUND_TRIP_MS = 200
 
@@ -34,10 +38,17 @@ MAX_ROUND_TRIP_MS = 200
 class RedisTimeClock:
     """Tells the Redis server's time from the host clock `local` and a periodically measured offset."""
 
-    def __init__(self, client: redis.Redis, local: Clock, recalibrate_ms: int = RECALIBRATE_MS) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        local: Clock,
+        recalibrate_ms: int = RECALIBRATE_MS,
+        retry_ms: int = RETRY_MS,
+    ) -> None:
         self._client = client
         self._local = local
         self._recalibrate_ms = recalibrate_ms
+        self._retry_ms = retry_ms
         self._offset_ms = 0
         self._next_check_ms: int | None = None  # local time of the next measurement (None: never measured)
         self._measuring = threading.Lock()
@@ -63,15 +74,17 @@ class RedisTimeClock:
 
     def _measure(self, local_ms: int) -> None:
         """Measures the offset once; a failure or a slow answer keeps the old one until the next try."""
-        self._next_check_ms = local_ms + self._recalibrate_ms
+        sent_ms = local_ms
         try:
-            sent_ms = self._local.now_ms()
             seconds, micros = self._client.time()
-            received_ms = self._local.now_ms()
         except (redis.RedisError, OSError) as error:
+            self._next_check_ms = self._local.now_ms() + self._retry_ms
             logger.warning("could not read Redis's time; the clock keeps its last offset: %s", error)
             return
+        received_ms = self._local.now_ms()
         if received_ms - sent_ms > MAX_ROUND_TRIP_MS:
+            self._next_check_ms = received_ms + self._retry_ms
             return
         server_ms = int(seconds) * 1000 + int(micros) // 1000
         self._offset_ms = server_ms - (sent_ms + received_ms) // 2
+        self._next_check_ms = received_ms + self._recalibrate_ms
