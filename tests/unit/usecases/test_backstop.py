@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hookline.domain import constants
 from hookline.domain.models import JobStatus
-from tests.unit.usecases.world import REDELIVER_AFTER_MS, T0, World, member
+from tests.unit.usecases.world import MAX_DELIVERIES, REDELIVER_AFTER_MS, T0, World, member
 
 GAP_MS = constants.PROMOTER_GAP_MS
 
@@ -64,3 +64,22 @@ def test_given_the_only_executor_stops_while_the_reaper_watches_then_its_entry_i
     assert report.redelivered == 1
     assert world.state()["pending"] == []
     assert [fields["m"] for fields in world.state()["ready"]] == [member(job)]
+
+
+def test_given_dead_lettering_fails_between_checks_then_the_watch_goes_on_and_a_later_check_recovers(
+    world: World,
+) -> None:
+    job = world.submit()
+    for _ in range(MAX_DELIVERIES):  # read and abandoned until it is out of deliveries
+        world.redis("stopped").read_ready([0], 100, 0)
+        world.clock.advance(REDELIVER_AFTER_MS)
+        world.reap()
+    world.redis("stopped").read_ready([0], 100, 0)
+    world.store.faults.fail_next("mark_dead")
+
+    # The failed check claimed the entry (its idle time starts again): a check one idle time later retries.
+    report = world.reaper().watch(world.clock.now_ms() + 2 * REDELIVER_AFTER_MS + 3_000)
+
+    assert world.metrics.counts["RecoveryErrors"] == 1
+    assert report.dead_lettered == 1
+    assert world.job(job).status is JobStatus.DEAD

@@ -155,6 +155,11 @@ class Reaper:
                 self._recover_between_checks(report)
             except IndexUnavailable as error:
                 self._sleep(outage.failed(error, deadline_ms))
+            except Exception:
+                # Dead-lettering an exhausted entry failed (DynamoDB throttled or away): the entry stays
+                # pending and the next check tries again; the watch itself must go on.
+                logger.exception("re-delivery between checks failed; the next check tries again")
+                self._metrics.count("RecoveryErrors")
             try:
                 self._repair_unindexed(deadline_ms, report)
             except IndexUnavailable as error:
