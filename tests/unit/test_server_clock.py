@@ -46,7 +46,7 @@ def test_given_redis_30_s_ahead_then_readings_follow_redis_and_time_is_asked_onc
     host.advance(RECALIBRATE_MS - 1)
     second = clock.now_ms()
 
-    assert (first, second) == (HOST_MS + 30_000, HOST_MS + RECALIBRATE_MS - 1 + 30_000)
+    assert (first, second) == (HOST_MS + 30_000 - 1, HOST_MS + RECALIBRATE_MS - 1 + 30_000 - 1)
     assert server.calls == 1
 
 
@@ -56,7 +56,7 @@ def test_given_the_offset_changes_then_the_next_interval_measures_it_again() -> 
     server.ahead_ms = -5_000
     host.advance(RECALIBRATE_MS)
 
-    assert clock.now_ms() == host.now_ms() - 5_000
+    assert clock.now_ms() == host.now_ms() - 5_000 - 1
     assert server.calls == 2
 
 
@@ -66,13 +66,13 @@ def test_given_redis_fails_then_the_last_offset_stays_and_it_is_asked_again_afte
     server.failing = True
     host.advance(RECALIBRATE_MS)
 
-    assert clock.now_ms() == host.now_ms() + 30_000  # kept
+    assert clock.now_ms() == host.now_ms() + 30_000 - 1  # kept
     host.advance(RETRY_MS - 1)
     clock.now_ms()
     assert server.calls == 2  # not asked again before retry_ms
     server.failing, server.ahead_ms = False, 1_000
     host.advance(1)
-    assert clock.now_ms() == host.now_ms() + 1_000
+    assert clock.now_ms() == host.now_ms() + 1_000 - 1
     assert server.calls == 3
 
 
@@ -86,10 +86,11 @@ def test_given_a_round_trip_too_slow_then_its_measurement_is_not_kept() -> None:
     assert clock.offset_ms == 0
 
 
-def test_given_a_round_trip_then_the_offset_is_taken_at_its_midpoint() -> None:
-    clock, _, server = clock_with(30_000)
-    server.round_trip_ms = 100
+def test_given_a_round_trip_then_the_clock_reads_behind_redis_never_ahead() -> None:
+    clock, host, server = clock_with(30_000)
+    server.round_trip_ms = 40  # Redis read its clock 20 ms before its reply arrived
 
-    clock.now_ms()
+    reading = clock.now_ms()
 
-    assert clock.offset_ms == 30_000
+    assert clock.offset_ms == 30_000 - 20 - 1
+    assert reading == host.now_ms() + 30_000 - 21  # 21 ms behind Redis's clock, not ahead

@@ -8,8 +8,11 @@ from one reference, the Redis server's clock (TIME), every host agrees however f
 
 TIME is asked once at the first reading and again every recalibrate_ms after that (a cached offset, not a
 round trip per reading): a reading costs the host clock's read and one comparison. The offset is measured
-as Redis's time minus the midpoint of the local readings around the round trip, so it is off by at most
-half a round trip. While Redis does not answer, the last offset stays in use (before the first answer:
+as Redis's time minus the local reading after its reply, less a millisecond (both are whole milliseconds):
+Redis read its clock before that reply arrived, so the offset is never larger than the true one, and the
+clock never reads ahead of Redis's; it may read behind by up to one round trip (at most MAX_ROUND_TRIP_MS,
+well within the lease margin). Ahead would deliver early: the claim accepts a job once its due time has
+come on this clock. While Redis does not answer, the last offset stays in use (before the first answer:
 none, the host's clock) and the next try comes retry_ms later, so an outage puts a round trip into one
 reading a second, not into every one. Until the first answer a skewed host is as wrong as before: the
 engine's loops need Redis for their work anyway, and the claim still refuses a job before its due time
@@ -31,8 +34,9 @@ logger = logging.getLogger(__name__)
 RECALIBRATE_MS = 10_000
 # After a failed or too coarse measurement, the next try comes this much later.
 RETRY_MS = 1_000
-# A measurement whose round trip took longer than this is too coarse to keep (half of it is the error).
-MAX_ROUND_TRIP_MS = 200
+# A measurement whose round trip took longer than this is too coarse to keep (the clock may read behind by
+# up to a round trip).
+MAX_ROUND_TRIP_MS = 100
 
 
 class RedisTimeClock:
@@ -86,5 +90,5 @@ class RedisTimeClock:
             self._next_check_ms = received_ms + self._retry_ms
             return
         server_ms = int(seconds) * 1000 + int(micros) // 1000
-        self._offset_ms = server_ms - (sent_ms + received_ms) // 2
+        self._offset_ms = server_ms - received_ms - 1
         self._next_check_ms = received_ms + self._recalibrate_ms
