@@ -152,7 +152,7 @@ class Reaper:
             outage.succeeded()
             self._share(lost, deadline_ms, outage, report, rebuild)
             try:
-                self._recover_between_checks(report)
+                self._recover_between_checks(report, deadline_ms)
             except IndexUnavailable as error:
                 self._sleep(outage.failed(error, deadline_ms))
             except Exception:
@@ -167,10 +167,16 @@ class Reaper:
         self._metrics.count("Reindexed", report.reindexed - counted)
         return report
 
-    def _recover_between_checks(self, report: ReapReport) -> None:
-        """Re-delivers newly idle entries (bounded batches per shard) and promotes overdue members."""
+    def _recover_between_checks(self, report: ReapReport, deadline_ms: int) -> None:
+        """Re-delivers newly idle entries (bounded batches per shard) and promotes overdue members.
+
+        No shard's pass starts at or past deadline_ms: dead-lettering an exhausted entry writes to DynamoDB,
+        and the caller's deadline leaves room for one such call only.
+        """
         done = Recovered()
         for shard in self._shards:
+            if self._clock.now_ms() >= deadline_ms:
+                break
             self._recoverer.recover_shard(shard, done, MAX_BATCHES_PER_PASS)
         report.redelivered += done.redelivered
         report.dead_lettered += done.dead_lettered
