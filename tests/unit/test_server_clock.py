@@ -36,7 +36,7 @@ class ScriptedTime:
 def clock_with(ahead_ms: int) -> tuple[RedisTimeClock, FrozenClock, ScriptedTime]:
     host = FrozenClock(HOST_MS)
     server = ScriptedTime(host, ahead_ms)
-    return RedisTimeClock(cast(Any, server), host), host, server
+    return RedisTimeClock(cast(Any, server), host, spawn=lambda work: work()), host, server
 
 
 def test_given_redis_30_s_ahead_then_readings_follow_redis_and_time_is_asked_once_per_interval() -> None:

@@ -2,27 +2,32 @@
 
 Every executor, promoter and reaper compares times another process wrote: lease expiries (claim, renewal,
 take-over), due times (the claim refuses a job before its due_ms; promotion; retries), semaphore leases.
-Read from each host's own clock, a host running 30 s ahead would take over leases still held for 30 s more
-and deliver jobs early, and one running behind would extend its leases and schedule its retries late. Read
-from one reference, the Redis server's clock (TIME), every host agrees however far its own clock drifts.
+Read from each host's own clock, a host running 30 s ahead would take over leases still held, write its
+own 30 s too long and schedule its retries 30 s late; one running behind would write leases already
+expired and schedule its retries early. Read from one reference, the Redis server's clock (TIME), every
+host agrees however far its own clock drifts. The handlers take their invocation deadlines from the same
+clock as the loops that compare with them.
 
-TIME is asked once at the first reading and again every recalibrate_ms after that (a cached offset, not a
-round trip per reading): a reading costs the host clock's read and one comparison. The offset is measured
-as Redis's time minus the local reading after its reply, less a millisecond (both are whole milliseconds):
-Redis read its clock before that reply arrived, so the offset is never larger than the true one, and the
-clock never reads ahead of Redis's; it may read behind by up to one round trip (at most MAX_ROUND_TRIP_MS,
-well within the lease margin). Ahead would deliver early: the claim accepts a job once its due time has
-come on this clock. While Redis does not answer, the last offset stays in use (before the first answer:
-none, the host's clock) and the next try comes retry_ms later, so an outage puts a round trip into one
-reading a second, not into every one. Until the first answer a skewed host is as wrong as before: the
-engine's loops need Redis for their work anyway, and the claim still refuses a job before its due time
-on whatever clock the executor has.
+TIME is asked at the first reading (which waits for it) and again every recalibrate_ms after that, from a
+short-lived thread of its own, so no later reading waits for Redis (a cached offset, not a round trip per
+reading): a reading costs the host clock's read and one comparison, also while Redis is away.
+
+The offset is Redis's time minus the local reading after its reply, less a millisecond (both are whole
+milliseconds): Redis read its clock before that reply arrived, so the offset is never larger than the true
+one and the clock never reads ahead of Redis's; it may read behind by up to one round trip (at most
+MAX_ROUND_TRIP_MS, well within the lease margin). Ahead would deliver early: the claim accepts a job once
+its due time has come on this clock.
+
+While Redis does not answer, the last offset stays in use (before the first answer: none, the host's
+clock) and the next try comes retry_ms later. Until the first answer a skewed host is as wrong as before;
+the engine's loops need Redis for their work anyway.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 import redis
 
@@ -48,14 +53,16 @@ class RedisTimeClock:
         local: Clock,
         recalibrate_ms: int = RECALIBRATE_MS,
         retry_ms: int = RETRY_MS,
+        spawn: Callable[[Callable[[], None]], None] | None = None,
     ) -> None:
         self._client = client
         self._local = local
         self._recalibrate_ms = recalibrate_ms
         self._retry_ms = retry_ms
+        self._spawn = spawn or _in_a_thread
         self._offset_ms = 0
         self._next_check_ms: int | None = None  # local time of the next measurement (None: never measured)
-        self._measuring = threading.Lock()
+        self._measuring = threading.Lock()  # held while one measurement runs
 
     @property
     def offset_ms(self) -> int:
@@ -65,20 +72,27 @@ class RedisTimeClock:
     def now_ms(self) -> int:
         """Returns milliseconds since the Unix epoch on the Redis server's clock."""
         local_ms = self._local.now_ms()
-        if (self._next_check_ms is None or local_ms >= self._next_check_ms) and self._measuring.acquire(
-            blocking=False
-        ):
-            # One thread measures; the others go on with the offset they have.
-            try:
-                self._measure(local_ms)
-            finally:
-                self._measuring.release()
+        if self._next_check_ms is None:
+            # The first reading waits for the first measurement (readings before it would be the host's).
+            with self._measuring:
+                if self._next_check_ms is None:
+                    self._measure()
             local_ms = self._local.now_ms()
+        elif local_ms >= self._next_check_ms and self._measuring.acquire(blocking=False):
+            # One measurement at a time, off the caller's thread; readings go on with the offset they have.
+            self._next_check_ms = local_ms + self._recalibrate_ms
+            self._spawn(self._measure_then_release)
         return local_ms + self._offset_ms
 
-    def _measure(self, local_ms: int) -> None:
+    def _measure_then_release(self) -> None:
+        try:
+            self._measure()
+        finally:
+            self._measuring.release()
+
+    def _measure(self) -> None:
         """Measures the offset once; a failure or a slow answer keeps the old one until the next try."""
-        sent_ms = local_ms
+        sent_ms = self._local.now_ms()
         try:
             seconds, micros = self._client.time()
         except (redis.RedisError, OSError) as error:
@@ -92,3 +106,8 @@ class RedisTimeClock:
         server_ms = int(seconds) * 1000 + int(micros) // 1000
         self._offset_ms = server_ms - received_ms - 1
         self._next_check_ms = received_ms + self._recalibrate_ms
+
+
+def _in_a_thread(work: Callable[[], None]) -> None:
+    """Runs work in a daemon thread of its own."""
+    threading.Thread(target=work, name="server-clock", daemon=True).start()
