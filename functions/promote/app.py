@@ -29,7 +29,7 @@ freeze_start_up_heap()
 @sink.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Promotes due jobs in a loop (EventBridge starts one invocation a minute; overlaps are safe)."""
-    deadline = deadline_ms(container.clock, context)
+    deadline = deadline_ms(container.engine_clock, context)
     # Refuses shard or bucket counts that would strand jobs; checked here, not at import, so a throttled
     # DynamoDB delays the work instead of ending the cold start (Container.start_up).
     container.start_up.ensure(deadline)

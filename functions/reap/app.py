@@ -30,7 +30,7 @@ freeze_start_up_heap()
 @sink.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Runs one reaper pass over every shard, then rebuilds at once any shard whose Redis lost its state."""
-    deadline = deadline_ms(container.clock, context, RESERVE_MS)
+    deadline = deadline_ms(container.engine_clock, context, RESERVE_MS)
     # Refuses shard or bucket counts that would strand jobs; checked here, not at import, so a throttled
     # DynamoDB delays the work instead of ending the cold start (Container.start_up).
     container.start_up.ensure(deadline)

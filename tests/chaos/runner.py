@@ -16,6 +16,10 @@ the process exit, as Lambda ends a sandbox whose invocation timed out; the fleet
 the function's next tick.
 
 Each invocation's start, end and error is written to stderr as a `chaos-runner {json}` line.
+
+With HOOKLINE_CHAOS_CLOCK_SKEW_MS set, the process's host clock (hookline.domain.clock.SystemClock, the one
+class that reads wall time) runs that many ms ahead (negative: behind), as on a host whose clock drifted;
+the runner's own event times stay true.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import time
 import traceback
 from typing import Any
 
-from hookline.domain import constants
+from hookline.domain import clock, constants
 from hookline_local.runtime import LocalContext, load_handler
 from hookline_local.template import find_template, function_handler, function_timeout_s, load_template
 
@@ -115,6 +119,16 @@ class Runner:
         report("lifetime_over", function=self.function_id)
 
 
+def skew_host_clock(skew_ms: int) -> None:
+    """Makes every SystemClock of this process read skew_ms off the true time (before the handler loads)."""
+    true_now_ms = clock.SystemClock.now_ms
+
+    def skewed_now_ms(self: clock.SystemClock) -> int:
+        return true_now_ms(self) + skew_ms
+
+    clock.SystemClock.now_ms = skewed_now_ms  # type: ignore[method-assign]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parses the arguments and runs the schedule."""
     parser = argparse.ArgumentParser(
@@ -125,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window-s", type=float, default=None, help="seconds of work per invocation")
     parser.add_argument("--lifetime-s", type=float, default=900.0, help="stop ticking after this long")
     args = parser.parse_args(argv)
+    skew_ms = int(os.environ.get("HOOKLINE_CHAOS_CLOCK_SKEW_MS", "0"))
+    if skew_ms:
+        skew_host_clock(skew_ms)
     runner = Runner(args.function_id, args.rate_s, args.window_s)
     report("ready", function=args.function_id, remaining_s=runner.remaining_s, rate_s=args.rate_s)
     runner.run(args.lifetime_s)

@@ -62,6 +62,9 @@ DEAD_STREAM_MAX_LEN = 100_000
 
 # Loops inside one invocation.
 PROMOTER_MAX_SLEEP_MS = 1000
+# A due member left unpromoted this long after its due time means no promoter is working its shard (the
+# invocation died, or the next one has not started): executors and the reaper promote it themselves.
+PROMOTER_GAP_MS = 2_000
 EXECUTOR_BLOCK_MS = 1000
 # A shard reader in a backlog waits up to this long for more delivery slots to free before it reads, so one
 # XREADGROUP serves several jobs (usecases/readers.py); an idle executor reads at once.

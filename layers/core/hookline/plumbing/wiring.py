@@ -26,6 +26,7 @@ from hookline.adapters.http.safety import check_url
 from hookline.adapters.lambda_launcher import LambdaLauncher
 from hookline.adapters.redis.cluster import cluster_client, is_cluster
 from hookline.adapters.redis.index import RedisIndex
+from hookline.adapters.redis.server_clock import RedisTimeClock
 from hookline.adapters.redis.stats import RedisStats
 from hookline.domain import constants
 from hookline.domain.clock import SystemClock
@@ -228,6 +229,18 @@ class Container:
         return redis_client(self.settings)
 
     @cached_property
+    def engine_clock(self) -> Clock:
+        """The clock of the executor, promoter and reaper: the Redis server's time (server_clock.py).
+
+        They compare times other hosts wrote (leases, due times), so they read one reference clock and a
+        host's own drift makes nothing early and takes no lease over early. A clock a test injected is
+        used as it is.
+        """
+        if isinstance(self.clock, SystemClock):
+            return RedisTimeClock(self.redis, self.clock)
+        return self.clock
+
+    @cached_property
     def dynamodb(self) -> Any:
         """The DynamoDB client (thread-safe; shared by executor threads)."""
         return dynamodb_client(self.settings, max_connections=self.settings.executor_concurrency + 10)
@@ -235,7 +248,7 @@ class Container:
     @cached_property
     def index(self) -> RedisIndex:
         """The Redis live indexes."""
-        return RedisIndex(self.redis, consumer=self.consumer, clock=self.clock, metrics=self.metrics)
+        return RedisIndex(self.redis, consumer=self.consumer, clock=self.engine_clock, metrics=self.metrics)
 
     @cached_property
     def stats(self) -> RedisStats:
@@ -312,7 +325,7 @@ class Container:
         """The promote use case."""
         return Promoter(
             self.index,
-            self.clock,
+            self.engine_clock,
             self.shards,
             self.metrics,
             self.settings.promoter_max_sleep_ms,
@@ -331,7 +344,7 @@ class Container:
             self.schedule_store,
             self.index,
             self.submitter,
-            self.clock,
+            self.engine_clock,
             self.shards,
             self.metrics,
             misfire_grace_ms=self.settings.cron_misfire_grace_ms,
@@ -371,7 +384,7 @@ class Container:
             self.index,
             self.index,
             self.index,
-            self.clock,
+            self.engine_clock,
             self.callbacks,
             SigningSecretProvider(self.keys, self.clock),
             self.metrics,
@@ -404,7 +417,7 @@ class Container:
             jobs,
             self.index,
             self.index,
-            self.clock,
+            self.engine_clock,
             self.shards,
             self.metrics,
             redeliver_after_ms=self.settings.redeliver_after_ms,
@@ -413,14 +426,14 @@ class Container:
                 jobs,
                 self.index,
                 self.index,
-                self.clock,
+                self.engine_clock,
                 longest_lease_ms=constants.LONGEST_ATTEMPT_MS,
                 unindexed=DynamoUnindexedLog(self.reaper_dynamodb, self.settings.api_keys_table),
             ),
             schedules=ScheduleReconciler(
                 DynamoScheduleStore(self.reaper_dynamodb, self.settings.jobs_table, self.keyspace),
                 self.index,
-                self.clock,
+                self.engine_clock,
             ),
             stats=self.stats,
         )
@@ -447,7 +460,13 @@ class Container:
             max_executors=self.settings.max_executors,
         )
         return ExecutorScaler(
-            self.index, self.clock, self.shards, self.executor_launcher, self.metrics, self.index, policy
+            self.index,
+            self.engine_clock,
+            self.shards,
+            self.executor_launcher,
+            self.metrics,
+            self.index,
+            policy,
         )
 
     def close(self) -> None:

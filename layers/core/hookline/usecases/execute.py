@@ -30,6 +30,7 @@ from hookline.ports import (
     UnindexedLog,
 )
 from hookline.usecases.acker import Acker
+from hookline.usecases.backstop import PromotionBackstop
 from hookline.usecases.heartbeat import Heartbeat, Hold
 from hookline.usecases.indexing import index_or_note
 from hookline.usecases.readers import Capacity, ShardReaders
@@ -110,6 +111,8 @@ class Executor:
             max_deliveries,
             self._stats,
         )
+        # Each recovery pass also promotes what no promoter moved in time (a promoter that died).
+        self._backstop = PromotionBackstop(due, clock, shards, metrics)
         self._next_recovery_ms = 0
         # While run() runs, finished entries are acknowledged in batches (usecases/acker.py); drain() and
         # direct process() calls acknowledge each at once.
@@ -129,7 +132,8 @@ class Executor:
         for the longest callback timeout. The heartbeat keeps the attempts' entries and leases alive until
         they end (the delivery workers finish them before the heartbeat stops). Every
         recover_every_ms this thread also re-delivers what gone executors left pending, so that waits for
-        no reaper. A reader's failure other than a Redis blip ends the run and is raised.
+        no reaper, and promotes what no promoter moved in time (usecases/backstop.py). A reader's failure
+        other than a Redis blip ends the run and is raised.
         """
         capacity = Capacity(self._concurrency)
 
@@ -206,11 +210,12 @@ class Executor:
             self._next_recovery_ms = now_ms + self._timing.recover_every_ms
 
     def _recover_safely(self) -> None:
-        try:
-            self._recoverer.recover()
-        except Exception:
-            logger.warning("recovery pass failed; the next one tries again", exc_info=True)
-            self._metrics.count("RecoveryErrors")
+        for step in (self._recoverer.recover, self._backstop.promote_overdue):
+            try:
+                step()
+            except Exception:
+                logger.warning("recovery pass failed; the next one tries again", exc_info=True)
+                self._metrics.count("RecoveryErrors")
 
     def process_safely(self, entry: StreamEntry) -> Disposition | None:
         """Processes one entry; an unexpected error leaves it pending, for a recoverer to re-deliver."""

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 
 from hookline.domain.errors import IndexUnavailable
 from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, NullStats, ReadyStream, StatsRecorder
+from hookline.usecases.backstop import PromotionBackstop
 from hookline.usecases.cron import ScheduleReconciler
 from hookline.usecases.outage import Outage
 from hookline.usecases.reconcile import JobReconciler
-from hookline.usecases.recover import SCAN_START, Recovered, Recoverer
+from hookline.usecases.recover import MAX_BATCHES_PER_PASS, SCAN_START, Recovered, Recoverer
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ class Reaper:
         self._recoverer = Recoverer(
             store, stream, clock, shards, metrics, redeliver_after_ms, max_deliveries, self._stats
         )
+        self._backstop = PromotionBackstop(due, clock, shards, metrics)
         self._sleep = sleep
         self._start = 0  # where the next run starts (runs rotate through the shards)
 
@@ -122,6 +124,9 @@ class Reaper:
         scheduled run. The same check indexes the jobs writers noted while Redis failed them (one read of
         the notes, before the pass too), so a job accepted during an outage is indexed about a second
         after Redis answers again. Shards that lost their state together share the time as in run().
+        Each check also re-delivers the entries that turned idle since (a bounded pass, as an executor's)
+        and promotes what no promoter moved in time (usecases/backstop.py): a stopped executor's work and a
+        dead promoter's due jobs wait seconds, not for the next run, even with no other executor reading.
         """
         early = ReapReport()
         # Redis away: the pass below waits it out, and the loop after it repairs.
@@ -147,11 +152,38 @@ class Reaper:
             outage.succeeded()
             self._share(lost, deadline_ms, outage, report, rebuild)
             try:
+                self._recover_between_checks(report, deadline_ms)
+            except IndexUnavailable as error:
+                self._sleep(outage.failed(error, deadline_ms))
+            except Exception:
+                # Dead-lettering an exhausted entry failed (DynamoDB throttled or away): the entry stays
+                # pending and the next check tries again; the watch itself must go on.
+                logger.exception("re-delivery between checks failed; the next check tries again")
+                self._metrics.count("RecoveryErrors")
+            try:
                 self._repair_unindexed(deadline_ms, report)
             except IndexUnavailable as error:
                 self._sleep(outage.failed(error, deadline_ms))
         self._metrics.count("Reindexed", report.reindexed - counted)
         return report
+
+    def _recover_between_checks(self, report: ReapReport, deadline_ms: int) -> None:
+        """Re-delivers newly idle entries (bounded batches per shard) and promotes overdue members.
+
+        No shard's pass starts at or past deadline_ms: dead-lettering an exhausted entry writes to DynamoDB,
+        and the caller's deadline leaves room for one such call only.
+        """
+        done = Recovered()
+        for shard in self._shards:
+            if self._clock.now_ms() >= deadline_ms:
+                break
+            self._recoverer.recover_shard(shard, done, MAX_BATCHES_PER_PASS)
+        report.redelivered += done.redelivered
+        report.dead_lettered += done.dead_lettered
+        report.malformed += done.malformed
+        if done.redelivered:
+            self._metrics.count("Redelivered", done.redelivered)
+        self._backstop.promote_overdue()
 
     def _repair_unindexed(self, deadline_ms: int, report: ReapReport) -> None:
         """Indexes the jobs noted while Redis failed their writers; a DynamoDB error waits a check."""
