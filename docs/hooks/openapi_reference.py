@@ -106,7 +106,9 @@ def _operation(path: str, method: str, operation: dict[str, Any]) -> list[str]:
     for status, response in sorted(operation["responses"].items()):
         content = response.get("content") or {}
         schema = next(iter(content.values()), {}).get("schema")
-        lines.append(f"| {status} | {_cell(response.get('description'))} | {_type(schema) if schema else '-'} |")
+        lines.append(
+            f"| {status} | {_cell(response.get('description'))} | {_type(schema) if schema else '-'} |"
+        )
     return [*lines, ""]
 
 
@@ -163,7 +165,9 @@ def _bounds(spec: dict[str, Any]) -> str:
         "maxLength": "length ≤",
         "maxItems": "items ≤",
     }
-    found = [f"{word} {_number(option[key])}" for option in options for key, word in words.items() if key in option]
+    found = [
+        f"{word} {_number(option[key])}" for option in options for key, word in words.items() if key in option
+    ]
     return f" ({', '.join(found)})" if found else ""
 
 

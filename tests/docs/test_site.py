@@ -38,7 +38,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return into
 
 
-def test_given_the_docs_when_built_strictly_then_every_page_and_the_generated_reference_exist(site: Path) -> None:
+def test_given_the_docs_when_built_strictly_then_every_page_and_the_generated_reference_exist(
+    site: Path,
+) -> None:
     from hookline.api.health import openapi_document  # the document GET /openapi.json serves
 
     sys.path.insert(0, str(REPO))
@@ -90,7 +92,7 @@ def test_given_the_built_site_when_opened_in_chromium_then_pages_render_and_the_
         node_tab = chrome.find_element(By.XPATH, "//label[normalize-space()='Node.js']")
         chrome.execute_script("arguments[0].click()", node_tab)  # as a click on the label does
         node_code = chrome.find_element(By.XPATH, "//div[contains(@class,'tabbed-block')][2]")
-        wait_until(lambda: node_code.is_displayed(), timeout_s=10)
+        wait_until(node_code.is_displayed, timeout_s=10)
         assert "createHmac" in node_code.text
         links = [a.get_attribute("href") for a in chrome.find_elements(By.CSS_SELECTOR, "nav a.md-nav__link")]
         assert any(href and "/getting-started/" in href for href in links)
