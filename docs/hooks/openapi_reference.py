@@ -127,7 +127,7 @@ def _schema(name: str, schema: dict[str, Any]) -> list[str]:
         default = f"`{json.dumps(spec['default'])}`" if "default" in spec else ""
         lines.append(
             f"| `{field}` | {_type(spec)} | {'yes' if field in required else 'no'} | {default} "
-            f"| {_cell(spec.get('description'))}{_bounds(spec)} |"
+            f"| {(_cell(spec.get('description')) + _bounds(spec)).strip()} |"
         )
     return [*lines, ""]
 
