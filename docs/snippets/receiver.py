@@ -3,7 +3,7 @@
 import os
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-import hookline
+import hookline_client
 
 SECRETS = os.environ["HOOKLINE_SIGNING_SECRET"].split()  # during a rotation: "whsec_new whsec_old"
 
@@ -12,8 +12,8 @@ class Receiver(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))  # the exact bytes signed
         try:
-            payload = hookline.verify(raw, dict(self.headers), SECRETS)
-        except hookline.WebhookVerificationError:
+            payload = hookline_client.verify(raw, dict(self.headers), SECRETS)
+        except hookline_client.WebhookVerificationError:
             self.send_response(401)
         else:
             # webhook-id is the job id, the same on every attempt: de-duplicate on it.

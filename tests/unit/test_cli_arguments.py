@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from hookline.cli import main
-from hookline.cli.jobs import body_value
+from hookline_client.cli import main
+from hookline_client.cli.jobs import body_value
 
 
 @pytest.mark.parametrize(
