@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 EMU_VENV := .venv-emu
 EMU_STAMP := $(EMU_VENV)/.installed
 
-.PHONY: all install lint types template test test-unit test-integration test-cluster test-e2e test-chaos run sam-check bench clean
+.PHONY: all install lint types template docs test test-unit test-integration test-cluster test-e2e test-chaos run sam-check bench clean
 
 all: test
 
@@ -37,6 +37,11 @@ types: $(STAMP)  ## mypy strict on layers/ and functions/
 template: $(STAMP)  ## cfn-lint on template.yaml
 	$(BIN)/cfn-lint template.yaml
 
+# The documentation site: --strict turns every warning into an error, and mkdocs.yml's validation makes a
+# link to a missing page or anchor a warning. `make test` builds it too (tests/docs).
+docs: $(STAMP)  ## the documentation site (docs/, mkdocs.yml) into site/; warnings and broken links fail it
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 test: lint types template $(EMU_STAMP)  ## everything: lint, types, template, unit, integration, e2e and fault tests, then the cluster pass
 	$(BIN)/pytest
 	$(MAKE) test-cluster
@@ -61,8 +66,16 @@ test-e2e: $(STAMP) $(EMU_STAMP)  ## the stacks `make run` starts, driven over HT
 test-chaos: $(STAMP)  ## the fault suite: handler processes killed, Redis flushed, AWS cut (HOOKLINE_CHAOS_SCALE)
 	$(BIN)/pytest tests/chaos
 
-run: $(STAMP) $(EMU_STAMP)  ## template.yaml deployed on the embedded emulator; API on 127.0.0.1:3000
-	$(BIN)/hookline dev
+# make passes nothing after its targets to a command: `make run -- --port 3001` would start on 3000 and
+# then fail on a target named --port. Options go in variables, and any other goal beside run is refused.
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+ifneq ($(filter-out run,$(MAKECMDGOALS)),)
+$(error make run takes no other arguments ($(filter-out run,$(MAKECMDGOALS))): use make run PORT=3001 ARGS='--refuse-loopback')
+endif
+endif
+
+run: $(STAMP) $(EMU_STAMP)  ## template.yaml deployed on the embedded emulator; API on 127.0.0.1:3000 (PORT=N, ARGS='...')
+	$(BIN)/hookline dev $(if $(PORT),--port $(PORT)) $(ARGS)
 
 # SAM CLI lives in its own venv: aws-sam-translator pins a pydantic that Hookline's dependencies outgrow.
 SAM_VENV := .venv-sam
@@ -98,4 +111,4 @@ bench: $(BENCH_VENV)/.installed $(BENCH_ARQ_VENV)/.installed  ## Hookline side b
 	$(BENCH_VENV)/bin/python -m bench.compare.run
 
 clean:
-	rm -rf $(VENV) $(EMU_VENV) $(BENCH_VENV) $(BENCH_ARQ_VENV) .mypy_cache .ruff_cache .pytest_cache .aws-sam
+	rm -rf site $(VENV) $(EMU_VENV) $(BENCH_VENV) $(BENCH_ARQ_VENV) .mypy_cache .ruff_cache .pytest_cache .aws-sam

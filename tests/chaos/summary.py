@@ -14,7 +14,7 @@ from tests.chaos.processes import REPO
 RESULTS_DIR = REPO / ".chaos"
 SUMMARY_FILE = RESULTS_DIR / "summary.json"
 
-# The issue's recovery targets (issue 10, items 6 and 9).
+# The recovery targets the fault suite holds the engine to (docs/timing.md, "Recovery times this gives").
 RECOVERY_TARGET_S = 15.0  # a killed executor's jobs are delivered again within this
 PROMOTION_TARGET_S = 1.0  # promotion resumes within this of Redis answering again
 

@@ -1,4 +1,4 @@
-"""The jobs table's keyspace on moto (issue 12): one tenant's jobs, and one shard's live index, spread out.
+"""The jobs table's keyspace on moto: one tenant's jobs, and one shard's live index, spread out.
 
 DynamoDB serves about 1,000 WCU/s per partition key value, so a tenant whose every job shares one partition
 key, or a shard whose live jobs share one live-index partition, is capped there. These tests read the items

@@ -1,6 +1,6 @@
 """What one job costs Redis on the hot path, counted by `INFO commandstats` on a real redis-server.
 
-Issue 13 budgets the commands per job end to end (commands run inside scripts count, beside the EVALSHA);
+The commands per job are budgeted end to end (commands run inside scripts count, beside the EVALSHA);
 each test here pins one saving, and that the saving kept what the commands it dropped were for.
 """
 

@@ -1,4 +1,4 @@
-"""A SIGKILLed executor's job is delivered again within 15 s, with the production timings (issue 10, item 9).
+"""A SIGKILLed executor's job is delivered again within 15 s, with the production timings.
 
 The doomed executor is a real process, killed while its callback is in flight. No reaper runs: recovery
 must come from the surviving executors' own loops. Real clocks, real redis-server, moto, a loopback receiver.

@@ -1,6 +1,6 @@
 """Leases and heartbeats: never early, never two live attempts, a dead executor's jobs back within seconds.
 
-Issue 10, items 3, 4, 5 and 9. Real redis-server, moto's server and loopback receivers; the test settings'
+Real redis-server, moto's server and loopback receivers; the test settings'
 short timings (tests/conftest.py) unless a test says otherwise.
 """
 

@@ -1,4 +1,4 @@
-"""A cancelled transaction is a lost lease only when the job item's condition failed (issue 10, item 1).
+"""A cancelled transaction is a lost lease only when the job item's condition failed.
 
 Throttled or conflicting transactions change nothing: the finish is retried, and if DynamoDB keeps refusing
 the entry stays pending (never acknowledged with the job still `running`); an idempotent submit answers 503.

@@ -54,7 +54,7 @@ def _add_jobs(commands: Any, common: argparse.ArgumentParser) -> None:
     when = submit.add_mutually_exclusive_group()
     when.add_argument("--in", dest="delay", type=duration_s, help="delay, e.g. 30s, 5m, 1h30m")
     when.add_argument("--at", type=_time, help="RFC 3339 time (no offset: local time)")
-    submit.add_argument("--body", help="JSON or text, or @file (@- reads stdin)")
+    submit.add_argument("--body", type=body_value, help="JSON or text, or @file (@- reads stdin)")
     submit.add_argument("--header", action="append", default=[], metavar="K=V", help="repeatable")
     submit.add_argument("--method", default=None, help="POST (default), PUT, PATCH, GET, DELETE")
     submit.add_argument("--idempotency-key")
@@ -103,7 +103,7 @@ def _add_schedules(commands: Any, common: argparse.ArgumentParser) -> None:
     create.add_argument("expression", help='cron, e.g. "0 9 * * MON-FRI" (6 fields: seconds first)')
     create.add_argument("url")
     create.add_argument("--timezone", default="UTC")
-    create.add_argument("--body", help="JSON or text, or @file")
+    create.add_argument("--body", type=body_value, help="JSON or text, or @file")
     create.add_argument("--header", action="append", default=[], metavar="K=V")
     create.add_argument("--catch-up", choices=["skip", "fire_once"], default=None)
     create.add_argument("--paused", action="store_true")
@@ -144,12 +144,20 @@ def _time(text: str) -> datetime:
     return moment if moment.tzinfo else moment.astimezone()
 
 
-def _body(text: str | None) -> Any:
-    """Returns --body as a JSON value when it parses, else as text; @file and @- read a file or stdin."""
-    if text is None:
-        return None
+def body_value(text: str) -> Any:
+    """Returns --body as a JSON value when it parses, else as text; @file and @- read a file or stdin.
+
+    A file that cannot be read is a usage error (argparse prints it and exits 2), never a traceback.
+    """
     if text.startswith("@"):
-        text = sys.stdin.read() if text == "@-" else Path(text[1:]).read_text(encoding="utf-8")
+        if text == "@-":
+            text = sys.stdin.read()
+        else:
+            try:
+                text = Path(text[1:]).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as error:
+                reason = getattr(error, "strerror", None) or str(error)
+                raise argparse.ArgumentTypeError(f"cannot read {text[1:]!r}: {reason}") from error
     try:
         return json.loads(text)
     except ValueError:
@@ -221,7 +229,7 @@ def _submit(client: Client, args: argparse.Namespace) -> int:
     optional = {
         "delay_s": args.delay,
         "run_at": args.at.isoformat() if args.at else None,
-        "body": _body(args.body),
+        "body": args.body,
         "headers": _headers(args.header) or None,
         "method": args.method.upper() if args.method else None,
         "idempotency_key": args.idempotency_key,
@@ -349,7 +357,7 @@ def _dead_replay(client: Client, args: argparse.Namespace) -> int:
 def _schedule_create(client: Client, args: argparse.Namespace) -> int:
     job: dict[str, Any] = {"url": args.url}
     if args.body is not None:
-        job["body"] = _body(args.body)
+        job["body"] = args.body
     if args.header:
         job["headers"] = _headers(args.header)
     request: dict[str, Any] = {"expression": args.expression, "timezone": args.timezone, "job": job}

@@ -1,4 +1,4 @@
-"""What each route does when Redis or DynamoDB is down (README, "API": the Redis-down policy)."""
+"""What each route does when Redis or DynamoDB is down (docs/api.md, "When a dependency is down")."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ router = Router()
 JobId = Annotated[str, Path(min_length=1, max_length=64, description="The job id.")]
 Limit = Annotated[int, Query(ge=1, le=100, description="Page size (at most 100).")]
 Cursor = Annotated[str | None, Query(max_length=512, description="The `next` token of the previous page.")]
-# Read routes fail open when Redis is down (they read DynamoDB only); see README, "API".
+# Read routes fail open when Redis is down (they read DynamoDB only): docs/api.md, "When a dependency is down"
 _READ_ERRORS = error_responses(401, 403, 422, 429, 503)
 
 

@@ -1,4 +1,4 @@
-"""`hookline migrate-keys`: move the jobs table's items to the keys of a job bucket count (README: Upgrading).
+"""`hookline migrate-keys`: move the jobs table's items to the keys of a job bucket count (docs/deploying.md).
 
 Run it with the functions stopped (no API traffic, no promote, execute or reap invocation): an item a
 function changes while it is being moved is left in place and counted, and a function of another bucket

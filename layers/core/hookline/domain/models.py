@@ -16,7 +16,7 @@ HttpMethod = Literal["POST", "PUT", "PATCH", "GET", "DELETE"]
 
 
 class JobStatus(StrEnum):
-    """Where a job is in its life (see DESIGN.md, job state machine)."""
+    """Where a job is in its life (docs/concepts.md, "States")."""
 
     SCHEDULED = "scheduled"
     RUNNING = "running"

@@ -13,7 +13,7 @@ Two structures per tenant, both under the tenant's own hash tag:
   removed when it is replayed: the dead-letter count is one ZCOUNT over the unexpired ones.
 
 Recording is best effort: a Redis error is logged, never raised, so statistics cannot fail a delivery or a
-request. Accuracy is documented in README.md ("Statistics").
+request. Accuracy is documented in docs/operating.md ("Statistics").
 """
 
 from __future__ import annotations

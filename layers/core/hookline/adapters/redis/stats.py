@@ -1,6 +1,6 @@
 """Per-tenant statistics in Redis: the writer the use cases call and the reader behind GET /v1/stats.
 
-See hookline/stats.py for the structures and README.md ("Statistics") for what each number means.
+See hookline/stats.py for the structures and docs/operating.md ("Statistics") for what each number means.
 """
 
 from __future__ import annotations
