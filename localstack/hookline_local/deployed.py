@@ -30,7 +30,7 @@ from hookline_local.forwarder import Forwarder
 from hookline_local.gateway import GatewayServer
 from hookline_local.sink import SINK_PATH, RequestBin
 from hookline_local.stack import DEV_TENANT, REGION, _development_key, write_env_file
-from hookline_local.template import find_template, load_template
+from hookline_local.template import find_template, gateway_responses, load_template
 
 STACK_NAME = "hookline"
 WARM_TIMEOUT_S = 120.0
@@ -139,7 +139,9 @@ class DeployedStack:
         secrets = SigningSecretProvider(keys, SystemClock())
         sink = RequestBin(lambda: secrets.secrets_for(DEV_TENANT))
         self._forwarder = Forwarder(deployed.api_url, {SINK_PATH: sink.serve})
-        self._server = GatewayServer(self._forwarder, port=options.port)
+        # A body the loopback server refuses to read is answered as the deployed API would (its template).
+        refusals = gateway_responses(load_template(find_template()))
+        self._server = GatewayServer(self._forwarder, port=options.port, gateway_responses=refusals)
         self._server.start()
         # The scheduled functions' first ticks, then the API's first request: the banner comes once
         # the API answers, by when the promoter and executor have (nearly) finished their cold starts

@@ -4,7 +4,8 @@ The event has the shape API Gateway and `sam local start-api` send to a Lambda p
 (https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html),
 so the function cannot tell the difference. Like API Gateway, a path or method that no route declares
 gets 403 {"message": "Missing Authentication Token"}, and a handler that fails or returns something that
-is not a proxy result gets 502 {"message": "Internal server error"}, and one that outlives its Timeout 504.
+is not a proxy result gets 502 {"message": "Internal server error"}, and one that outlives its Timeout 504,
+unless the template's GatewayResponses shape that answer (by its type, else DEFAULT_4XX or DEFAULT_5XX).
 """
 
 from __future__ import annotations
@@ -25,14 +26,17 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from hookline_local.http_body import BodyError, read_body
+from hookline_local.template import GatewayResponse
 
 logger = logging.getLogger(__name__)
 
 ACCOUNT_ID = "123456789012"
 API_ID = "local"
-MISSING_TOKEN = {"message": "Missing Authentication Token"}
-INTERNAL_ERROR = {"message": "Internal server error"}
-TIMED_OUT = {"message": "Endpoint request timed out"}
+MISSING_TOKEN = "Missing Authentication Token"
+INTERNAL_ERROR = "Internal server error"
+TIMED_OUT = "Endpoint request timed out"
+# The $context variables a gateway response template may use here.
+_TEMPLATE_VARIABLE = re.compile(r"\$context\.error\.(messageString|message|responseType)")
 # Hop-by-hop and framing headers: the server frames the body itself.
 _FRAMING_HEADERS = {"content-length", "transfer-encoding", "connection"}
 _PARAMETER = re.compile(r"\{([A-Za-z0-9_]+)(\+?)\}")
@@ -210,13 +214,33 @@ def is_binary_media_type(content_type: str | None, binary_media_types: Sequence[
     return False
 
 
-def to_http_response(result: Any) -> HttpResponse:
+def gateway_error(
+    responses: Mapping[str, GatewayResponse],
+    response_type: str,
+    status: int,
+    message: str,
+    headers: Sequence[tuple[str, str]] = (),
+) -> HttpResponse:
+    """Returns API Gateway's own answer of a type: the template's customised response for the type, else its
+    DEFAULT_4XX or DEFAULT_5XX (by the type's status), else the built-in {"message": ...}."""
+    fallback = "DEFAULT_4XX" if status < 500 else "DEFAULT_5XX"
+    custom = responses.get(response_type) or responses.get(fallback)
+    if custom is None or custom.template is None:
+        return HttpResponse.json(status, {"message": message}, headers)
+    values = {"messageString": json.dumps(message), "message": message, "responseType": response_type}
+    body = _TEMPLATE_VARIABLE.sub(lambda found: values[found.group(1)], custom.template)
+    return HttpResponse(
+        custom.status or status, [("Content-Type", "application/json"), *headers], body.encode("utf-8")
+    )
+
+
+def to_http_response(result: Any, responses: Mapping[str, GatewayResponse] | None = None) -> HttpResponse:
     """Turns a proxy integration result (statusCode, headers, multiValueHeaders, body, isBase64Encoded)
     into a response; anything else becomes API Gateway's 502.
     """
     if not isinstance(result, Mapping) or not isinstance(result.get("statusCode"), int):
         logger.error("malformed Lambda proxy response: %r", result)
-        return HttpResponse.json(502, INTERNAL_ERROR)
+        return gateway_error(responses or {}, "DEFAULT_5XX", 502, INTERNAL_ERROR)
     # API Gateway merges both maps; a name present in multiValueHeaders takes its values from there.
     merged: dict[str, list[str]] = {}
     for name, value in (result.get("headers") or {}).items():
@@ -245,6 +269,7 @@ class Gateway:
         stage: str,
         local_routes: Mapping[str, LocalRoute] | None = None,
         binary_media_types: Sequence[str] = (),
+        gateway_responses: Mapping[str, GatewayResponse] | None = None,
     ) -> None:
         """Keeps the routes, most specific first.
 
@@ -253,11 +278,13 @@ class Gateway:
             stage: The stage name put in requestContext.
             local_routes: Path prefixes served in-process for every method (the request bin).
             binary_media_types: The API's binary media types (template.binary_media_types).
+            gateway_responses: The API's own answers as the template shapes them (template.gateway_responses).
         """
         self._routes = sorted(routes, key=lambda route: route.specificity)
         self._stage = stage
         self._binary_media_types = list(binary_media_types)
         self._local = dict(local_routes or {})
+        self.responses = dict(gateway_responses or {})
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         """Answers one request."""
@@ -276,21 +303,24 @@ class Gateway:
                     binary_media_types=self._binary_media_types,
                 )
                 return self._invoke(route, event)
-        # API Gateway answers an undeclared path or method this way, not with 404/405.
-        return HttpResponse.json(
-            403, MISSING_TOKEN, [("x-amzn-ErrorType", "MissingAuthenticationTokenException")]
+        # API Gateway answers an undeclared path or method this way (no function runs to answer 404/405).
+        return gateway_error(
+            self.responses,
+            "MISSING_AUTHENTICATION_TOKEN",
+            403,
+            MISSING_TOKEN,
+            [("x-amzn-ErrorType", "MissingAuthenticationTokenException")],
         )
 
-    @staticmethod
-    def _invoke(route: ApiRoute, event: dict[str, Any]) -> HttpResponse:
+    def _invoke(self, route: ApiRoute, event: dict[str, Any]) -> HttpResponse:
         try:
             result = route.invoke(event)
         except TimeoutError:
-            return HttpResponse.json(504, TIMED_OUT)
+            return gateway_error(self.responses, "INTEGRATION_TIMEOUT", 504, TIMED_OUT)
         except Exception:
             logger.exception("%s %s: the function raised", route.method, route.resource)
-            return HttpResponse.json(502, INTERNAL_ERROR)
-        return to_http_response(result)
+            return gateway_error(self.responses, "DEFAULT_5XX", 502, INTERNAL_ERROR)
+        return to_http_response(result, self.responses)
 
 
 class RequestHandler(Protocol):
@@ -306,6 +336,7 @@ class _Server(ThreadingHTTPServer):
     # The default backlog of 5 refuses connections under a burst of submits.
     request_queue_size = 128
     gateway: RequestHandler
+    gateway_responses: dict[str, GatewayResponse]
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Ignores clients that hung up; reports anything else."""
@@ -328,7 +359,10 @@ class _Handler(BaseHTTPRequestHandler):
         except BodyError as error:
             # The rest of the body is unread and would be taken for the next request: close instead.
             self.close_connection = True
-            response = HttpResponse.json(error.status, {"message": str(error)}, [("Connection", "close")])
+            kind = "REQUEST_TOO_LARGE" if error.status == 413 else "DEFAULT_4XX"
+            response = gateway_error(
+                self.server.gateway_responses, kind, error.status, str(error), [("Connection", "close")]
+            )
         else:
             request = HttpRequest(
                 method=self.command,
@@ -356,10 +390,20 @@ class _Handler(BaseHTTPRequestHandler):
 class GatewayServer:
     """Serves a Gateway (or another RequestHandler) over HTTP on a loopback address in a background thread."""
 
-    def __init__(self, gateway: RequestHandler, host: str = "127.0.0.1", port: int = 3000) -> None:
-        """Binds the socket (raises OSError when the port is taken); serving starts with start()."""
+    def __init__(
+        self,
+        gateway: RequestHandler,
+        host: str = "127.0.0.1",
+        port: int = 3000,
+        gateway_responses: Mapping[str, GatewayResponse] | None = None,
+    ) -> None:
+        """Binds the socket (raises OSError when the port is taken); serving starts with start().
+
+        gateway_responses shape the answer to a body this server refuses to read (as the template's).
+        """
         self._server = _Server((host, port), _Handler)
         self._server.gateway = gateway
+        self._server.gateway_responses = dict(gateway_responses or {})
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="gateway", daemon=True
         )

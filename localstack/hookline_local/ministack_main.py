@@ -1,6 +1,6 @@
-"""Runs ministack (`python -m ministack`) with workarounds for two of its defects (its DynamoDB's parsing,
-its API Gateway's binary media types): this file is what hookline_local.emulator starts, by path, with the
-emulator's own Python (.venv-emu).
+"""Runs ministack (`python -m ministack`) with workarounds for three of its defects (its DynamoDB's
+parsing, its API Gateway's binary media types and gateway responses): this file is what
+hookline_local.emulator starts, by path, with the emulator's own Python (.venv-emu).
 
 It imports only ministack and the standard library: .venv-emu has no Hookline packages.
 
@@ -23,6 +23,11 @@ checks the answers against the stock function.)
 The second: CloudFormation takes a REST API's BinaryMediaTypes with "/" escaped as "~1" ("*~1*" is "*/*"),
 and ministack matches request media types against the escaped text, so no body ever matches and every one
 reaches the function decoded as UTF-8 text. binary_media_types_unescaped() unescapes the patterns first.
+
+The third: SAM writes an API's GatewayResponses into its OpenAPI body as the extension
+`x-amazon-apigateway-gateway-responses`, which API Gateway imports with the API; ministack's import skips
+it, so the API answers an unknown route with the built-in 403 instead of the template's.
+gateway_responses_imported() puts each of them after the import, through ministack's PutGatewayResponse.
 """
 
 from __future__ import annotations
@@ -94,8 +99,26 @@ def binary_media_types_unescaped(original: MediaTypeMatcher) -> MediaTypeMatcher
     return media_type_matches
 
 
+RestApiImporter = Callable[..., Any]
+
+
+def gateway_responses_imported(apigateway: Any) -> RestApiImporter:
+    """Returns a drop-in `_import_rest_api` for ministack's apigateway_v1 module that also puts the body's
+    `x-amazon-apigateway-gateway-responses` (as API Gateway's import does)."""
+    original: RestApiImporter = apigateway._import_rest_api
+
+    def import_rest_api(spec: Any, base_data: Any = None) -> Any:
+        api_id = original(spec, base_data)
+        responses = spec.get("x-amazon-apigateway-gateway-responses") if isinstance(spec, dict) else None
+        for response_type, response in (responses or {}).items():
+            apigateway._put_gateway_response(api_id, response_type, response)
+        return api_id
+
+    return import_rest_api
+
+
 def patch_ministack() -> None:
-    """Applies both workarounds to ministack's modules (idempotent)."""
+    """Applies the workarounds to ministack's modules (idempotent)."""
     # Imported here: ministack exists only in .venv-emu, and main() first clears sys.path.
     from ministack.services import apigateway_v1, dynamodb  # type: ignore[import-not-found]  # noqa: PLC0415
 
@@ -107,6 +130,10 @@ def patch_ministack() -> None:
         matcher = binary_media_types_unescaped(apigateway_v1._media_type_matches)
         matcher.hookline_unescaped = True  # type: ignore[attr-defined]
         apigateway_v1._media_type_matches = matcher
+    if not getattr(apigateway_v1._import_rest_api, "hookline_responses", False):
+        importer = gateway_responses_imported(apigateway_v1)
+        importer.hookline_responses = True  # type: ignore[attr-defined]
+        apigateway_v1._import_rest_api = importer
 
 
 def main() -> None:

@@ -35,6 +35,7 @@ from hookline_local.template import (
     create_tables,
     find_template,
     function_environment,
+    gateway_responses,
     load_template,
     schedules,
     table_names,
@@ -187,8 +188,11 @@ class LocalStack:
             stage=str(template.get("Parameters", {}).get("Stage", {}).get("Default", "dev")),
             local_routes={SINK_PATH: sink.serve},
             binary_media_types=binary_media_types(template),
+            gateway_responses=gateway_responses(template),
         )
-        self._started.gateway = GatewayServer(gateway, port=self.options.port)
+        self._started.gateway = GatewayServer(
+            gateway, port=self.options.port, gateway_responses=gateway.responses
+        )
         self._started.gateway.start()
         self._started.scheduler = scheduler
         scheduler.start()

@@ -196,6 +196,26 @@ def binary_media_types(template: Mapping[str, Any]) -> list[str]:
     return found
 
 
+@dataclass(frozen=True)
+class GatewayResponse:
+    """A REST API's own answer of one type (GatewayResponses): its status (None keeps the type's own) and
+    its application/json body template."""
+
+    status: int | None
+    template: str | None
+
+
+def gateway_responses(template: Mapping[str, Any]) -> dict[str, GatewayResponse]:
+    """Returns the REST API's customised gateway responses by type (MISSING_AUTHENTICATION_TOKEN, ...)."""
+    found: dict[str, GatewayResponse] = {}
+    for resource in _resources(template, API_TYPE).values():
+        for kind, spec in (resource.get("Properties", {}).get("GatewayResponses") or {}).items():
+            status = spec.get("StatusCode")
+            body = (spec.get("ResponseTemplates") or {}).get("application/json")
+            found[str(kind)] = GatewayResponse(None if status is None else int(status), body)
+    return found
+
+
 def parse_rate_s(expression: str) -> int:
     """Returns the period in seconds of "rate(N unit)"; cron() and other expressions raise ValueError."""
     match = _RATE.match(expression.strip())

@@ -127,11 +127,16 @@ def test_given_dev_env_when_using_the_jobs_cli_and_dashboard_then_both_work_agai
     assert f"{stack.api_url}/dashboard" in stack.output  # the banner names it
 
 
-def test_given_unknown_route_when_requested_then_api_gateway_answers_403(stack: DevStack) -> None:
-    response = httpx.get(f"{stack.api_url}/no/such/route", timeout=10)
+def test_given_unknown_route_or_method_when_requested_then_api_gateway_answers_404_in_the_envelope(
+    stack: DevStack,
+) -> None:
+    unknown = httpx.get(f"{stack.api_url}/no/such/route", timeout=10)
+    wrong_method = httpx.put(f"{stack.api_url}/v1/stats", timeout=10)
 
-    assert response.status_code == 403
-    assert response.json() == {"message": "Missing Authentication Token"}
+    for response in (unknown, wrong_method):
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "not_found", response.text
+        assert response.json()["error"]["details"] == []
 
 
 @pytest.mark.parametrize(

@@ -251,6 +251,19 @@ def test_given_job_at_every_size_limit_when_submitted_or_scheduled_then_the_item
     assert (submitted.status, scheduled.status) == (201, 201), scheduled.body[:300]
 
 
+@pytest.mark.parametrize("body", ["x" * (MAX_BODY_BYTES + 1), {"text": "é" * (MAX_BODY_BYTES // 2)}])
+def test_given_a_body_over_the_limit_when_submitted_then_422_names_the_body_field_and_nothing_stored(
+    api: Api, body: Any
+) -> None:
+    refused = api.acme.post("/v1/jobs", {"url": HOOK, "body": body})
+
+    assert (detail(refused)["field"], f"exceeds {MAX_BODY_BYTES} bytes" in detail(refused)["message"]) == (
+        "body",
+        True,
+    )
+    assert stored_jobs(api) == []
+
+
 def test_given_template_whose_stored_form_is_too_large_when_scheduling_then_422_never_500(api: Api) -> None:
     # Every quote in a string body is escaped when the template is stored as JSON text: twice the bytes.
     template = {"url": HOOK, "body": '"' * MAX_BODY_BYTES}

@@ -145,7 +145,7 @@ def test_given_payload_of_256_kib_when_submitted_then_accepted_and_one_byte_more
     refused = api.acme.post("/v1/jobs", {"url": HOOK, "body": "x" * (MAX_BODY_BYTES + 1)})
 
     assert accepted.status == 201
-    assert (refused.status, refused.json()["error"]["details"][0]["field"]) == (422, "")
+    assert (refused.status, refused.json()["error"]["details"][0]["field"]) == (422, "body")
 
 
 @pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])

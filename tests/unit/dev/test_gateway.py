@@ -23,7 +23,7 @@ from hookline_local.gateway import (
     to_http_response,
 )
 from hookline_local.runtime import LocalContext
-from hookline_local.template import binary_media_types, load_template
+from hookline_local.template import binary_media_types, gateway_responses, load_template
 
 # The keys of the proxy event API Gateway sends to a Lambda proxy integration (REST API, payload 1.0),
 # as in the AWS documentation's example event and `sam local start-api`.
@@ -239,6 +239,33 @@ def test_given_undeclared_path_or_method_when_requested_then_403_missing_authent
         response = gateway.handle(HttpRequest(method, target))
         assert response.status == 403
         assert json.loads(response.body) == {"message": "Missing Authentication Token"}
+
+
+def test_given_the_templates_gateway_responses_when_no_function_answers_then_the_envelope_comes_back() -> (
+    None
+):
+    def fail(event: dict[str, Any]) -> Any:
+        raise RuntimeError("boom")
+
+    def hang(event: dict[str, Any]) -> Any:
+        raise TimeoutError
+
+    responses = gateway_responses(load_template())
+    routes = [ApiRoute("GET", "/fails", fail), ApiRoute("GET", "/hangs", hang)]
+    gateway = Gateway(routes, stage="dev", gateway_responses=responses)
+
+    unknown = gateway.handle(HttpRequest("GET", "/nope"))
+    wrong_method = gateway.handle(HttpRequest("DELETE", "/fails"))
+    failed = gateway.handle(HttpRequest("GET", "/fails"))
+    timed_out = gateway.handle(HttpRequest("GET", "/hangs"))
+
+    assert (unknown.status, json.loads(unknown.body)["error"]["code"]) == (404, "not_found")
+    assert (wrong_method.status, json.loads(wrong_method.body)["error"]["code"]) == (404, "not_found")
+    assert json.loads(failed.body) == {
+        "error": {"code": "gateway_error", "message": "Internal server error", "details": []}
+    }
+    assert failed.status == 502  # DEFAULT_5XX keeps the type's own status
+    assert (timed_out.status, json.loads(timed_out.body)["error"]["code"]) == (504, "timeout")
 
 
 def test_given_literal_and_parameter_routes_when_both_match_then_the_literal_one_wins() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import socket
 from collections.abc import Iterator
 
@@ -11,6 +12,7 @@ import pytest
 
 from hookline_local.gateway import GatewayServer, HttpRequest, HttpResponse
 from hookline_local.http_body import MAX_BODY_BYTES, BodyError, read_body
+from hookline_local.template import gateway_responses, load_template
 
 
 def test_given_chunked_body_with_extension_and_trailer_when_read_then_whole_and_next_request_left() -> None:
@@ -105,3 +107,20 @@ def test_given_httpx_streaming_body_when_posted_then_server_reads_it(echo_url: s
     response = httpx.post(f"{echo_url}/v1/jobs", content=chunks(), timeout=5)
 
     assert response.text == '{"url": "http://127.0.0.1:9/"}'
+
+
+def test_given_a_body_over_the_limit_when_served_with_the_templates_responses_then_413_in_the_envelope() -> (
+    None
+):
+    server = GatewayServer(_Echo(), port=0, gateway_responses=gateway_responses(load_template()))
+    server.start()
+    try:
+        port = int(server.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            head = f"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: {MAX_BODY_BYTES + 1}\r\n\r\n".encode()
+            status, _, body = _exchange(sock, head).partition(b"\n")
+    finally:
+        server.stop()
+
+    assert status.split()[1] == b"413"
+    assert json.loads(body)["error"]["code"] == "payload_too_large"

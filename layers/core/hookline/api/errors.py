@@ -83,8 +83,12 @@ def error_responses(*statuses: int) -> dict[int, Any]:
 
 
 def _field_path(location: Any) -> str:
-    parts = [str(part) for part in location if part != "body"] if isinstance(location, (list, tuple)) else []
-    return ".".join(parts)
+    """Returns a field's dotted path within the request body: the resolver's leading "body" (where in the
+    request) is dropped, a field of the job named body is kept."""
+    if not isinstance(location, (list, tuple)):
+        return ""
+    parts = [str(part) for part in location]
+    return ".".join(parts[1:] if parts[:1] == ["body"] else parts)
 
 
 def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:

@@ -47,6 +47,15 @@ class ConcurrencyLimit(BaseModel):
     limit: int = Field(ge=1, le=10_000)
 
 
+def _encoded(body: Any) -> str:
+    """Returns the text a job's body is sent as: a string as-is, any other JSON value as compact JSON."""
+    if body is None:
+        return ""
+    if isinstance(body, str):
+        return body
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+
 class JobRequest(BaseModel):
     """What a client sends to create a job (POST /v1/jobs)."""
 
@@ -100,23 +109,25 @@ class JobRequest(BaseModel):
 
     _headers = field_validator("headers")(check_headers)
 
+    @field_validator("body")
+    @classmethod
+    def _body_size(cls, value: Any) -> Any:
+        # Checked on the field, so that the error names `body`.
+        if len(_encoded(value).encode()) > constants.MAX_BODY_BYTES:
+            raise ValueError(f"body exceeds {constants.MAX_BODY_BYTES} bytes")
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         if self.delay_s is not None and self.run_at is not None:
             raise ValueError("give delay_s or run_at, not both")
         if self.min_backoff_s > self.max_backoff_s:
             raise ValueError("min_backoff_s must not exceed max_backoff_s")
-        if len(self.encoded_body().encode()) > constants.MAX_BODY_BYTES:
-            raise ValueError(f"body exceeds {constants.MAX_BODY_BYTES} bytes")
         return self
 
     def encoded_body(self) -> str:
         """Returns the exact text that will be sent as the callback's body."""
-        if self.body is None:
-            return ""
-        if isinstance(self.body, str):
-            return self.body
-        return json.dumps(self.body, separators=(",", ":"), ensure_ascii=False)
+        return _encoded(self.body)
 
     def due_ms(self, now_ms: int) -> int:
         """Returns when the first attempt is due, in ms since the epoch."""
