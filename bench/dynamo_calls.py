@@ -10,9 +10,9 @@ not measured), then claimed (update_item, conditional, ALL_OLD) and finished (tr
 execution record and the fenced job update), each measured alone. For reference, a plain `get_item` of
 the job is measured through the same client: botocore's floor for one call.
 
-Each run measures both clients in turn, boto3's alone and the lean client the engine wires in
-(adapters/dynamo/lean.py, boto3 behind it for every other operation); prints µs of CPU per call for each
-step and client, and the ratio lean/boto3 of the medians.
+Each run measures both clients in turn, boto3's alone and the JSON client the engine wires in
+(adapters/dynamo/json_client.py, boto3 behind it for every other operation); prints µs of CPU per call for
+each step and client, and the ratio lean/boto3 of the medians.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _job(n: int, now_ms: int) -> Job:
 def measure(jobs: int, endpoint: str, lean: bool) -> dict[str, float]:
     """Creates, claims and finishes `jobs` jobs; returns CPU µs per call of each step.
 
-    lean: through the lean client the engine wires in (adapters/dynamo/lean.py), else boto3's alone.
+    lean: through the lean client the engine wires in (adapters/dynamo/json_client.py), else boto3's alone.
     """
     settings = Settings.from_env({"HOOKLINE_AWS_ENDPOINT": endpoint})
     client = dynamodb_client(settings)

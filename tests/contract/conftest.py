@@ -331,7 +331,7 @@ def contract_tables(aws_endpoint: str) -> Iterator[tuple[Settings, Any]]:
     client.close()
 
 
-# "lean": the DynamoDB adapters over the lean client (adapters/dynamo/lean.py) the engine wires in.
+# "lean": the DynamoDB adapters over the lean client (adapters/dynamo/json_client.py) the engine wires in.
 DYNAMO_BACKENDS = [*BACKENDS, pytest.param("lean", marks=pytest.mark.integration)]
 
 

@@ -1,4 +1,4 @@
-"""The lean DynamoDB client: botocore's signature, replies and errors, and its standard-mode retries.
+"""The DynamoDB JSON client: botocore's signature, replies and errors, its standard-mode retries and quota.
 
 Its answers against moto for every job-store operation are in tests/contract (the "lean" backend); these
 cases are the ones moto cannot produce, played by a scripted loopback server.
@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import datetime
 import gc
+import ipaddress
 import json
+import ssl
 import threading
+import time
 import zlib
 from collections.abc import Iterator
-from types import SimpleNamespace
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -21,37 +24,68 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from botocore.exceptions import ClientError, EndpointConnectionError
+from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
-from hookline.adapters.dynamo.lean import LeanDynamoClient, SigV4Signer
-from tests.support.raw_http import RawServer, replying
+from hookline.adapters.dynamo.json_client import DynamoJsonClient, SigV4Signer, host_header
+from tests.support.raw_http import RawConnection, RawServer, replying
 from tests.support.receiver import Receiver, Reply
 
 NOW = datetime.datetime(2026, 12, 3, 12, 0, 5, tzinfo=datetime.UTC)
 BODY = b'{"TableName":"jobs","Key":{"pk":{"S":"t"}}}'
 
 
-@pytest.mark.parametrize("token", [None, "session-token"])
-def test_given_the_same_request_when_signed_then_the_signature_is_botocores(token: str | None) -> None:
+ENDPOINTS = [
+    "https://dynamodb.eu-west-1.amazonaws.com",
+    "https://dynamodb.eu-west-1.amazonaws.com:443/",  # the default port, explicit
+    "https://dynamodb.eu-west-1.amazonaws.com:8443/",
+    "http://localhost:8000",
+    "http://[::1]:8000/",  # IPv6
+    "https://[fd00:ec2::254]/",
+    "https://DynamoDB.EU-West-1.AmazonAWS.com/",  # case
+]
+LONG_TOKEN = "IQoJb3JpZ2luX2VjE+/a=" * 60  # an STS session token is often over 1 KB, with + / =
+TOKENS = [None, "session-token", LONG_TOKEN]
+UNICODE = {"TableName": "jobs", "Item": {"s": {"S": "é✓ 日本 \U0001f600 \u2028"}}}
+BODIES = [
+    BODY,
+    json.dumps(UNICODE, separators=(",", ":")).encode(),  # what the client sends: escaped, ASCII
+    json.dumps(UNICODE, ensure_ascii=False).encode(),  # raw UTF-8
+    b"",
+]
+
+
+def botocore_authorization(url: str, target: str, body: bytes, token: str | None) -> dict[str, str]:
+    """Signs the request with botocore's SigV4Auth at NOW; returns its headers."""
     request = AWSRequest(
         method="POST",
-        url="https://dynamodb.eu-west-1.amazonaws.com/",
-        data=BODY,
-        headers={"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "DynamoDB_20120810.GetItem"},
+        url=url,
+        data=body,
+        headers={"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": target},
     )
     with mock.patch("botocore.auth.get_current_datetime", return_value=NOW.replace(tzinfo=None)):
         SigV4Auth(Credentials("AKID", "SECRET", token), "dynamodb", "eu-west-1").add_auth(request)
+    return dict(request.headers.items())
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+@pytest.mark.parametrize("token", TOKENS, ids=["no-token", "token", "long-token"])
+@pytest.mark.parametrize("body", BODIES, ids=["ascii", "escaped-unicode", "utf-8", "empty"])
+def test_given_the_same_request_when_signed_then_the_signature_is_botocores(
+    endpoint: str, token: str | None, body: bytes
+) -> None:
+    target = "DynamoDB_20120810.UpdateItem"
+    expected = botocore_authorization(endpoint, target, body, token)
 
     headers = SigV4Signer("eu-west-1").headers(
-        "dynamodb.eu-west-1.amazonaws.com", "DynamoDB_20120810.GetItem", BODY, "AKID", "SECRET", token, NOW
+        host_header(endpoint), target, body, "AKID", "SECRET", token, NOW
     )
 
-    assert headers["authorization"] == request.headers["Authorization"]
+    assert headers["authorization"] == expected["Authorization"]
     assert headers.get("x-amz-security-token") == token
 
 
 def Boto3Stand_in(endpoint_url: str) -> Any:
-    """A real boto3 DynamoDB client for endpoint_url whose query (not served by the lean client) is a stub."""
+    """A real boto3 DynamoDB client for endpoint_url whose query (not served by the JSON client) is a stub."""
     client = boto3.client(
         "dynamodb",
         endpoint_url=endpoint_url,
@@ -70,17 +104,17 @@ def receiver() -> Iterator[Receiver]:
 
 
 @pytest.fixture
-def clients() -> Iterator[list[LeanDynamoClient]]:
-    made: list[LeanDynamoClient] = []
+def clients() -> Iterator[list[DynamoJsonClient]]:
+    made: list[DynamoJsonClient] = []
     yield made
     for client in made:
         client.close()
 
 
 @pytest.fixture
-def lean(clients: list[LeanDynamoClient]) -> Any:
-    def make(receiver: Receiver | RawServer, sleeps: list[float]) -> LeanDynamoClient:
-        client = LeanDynamoClient(
+def lean(clients: list[DynamoJsonClient]) -> Any:
+    def make(receiver: Receiver | RawServer, sleeps: list[float]) -> DynamoJsonClient:
+        client = DynamoJsonClient(
             Boto3Stand_in(receiver.url("")),
             Credentials("AKID", "SECRET"),
             connect_timeout_s=2,
@@ -194,7 +228,7 @@ def test_given_a_corrupted_reply_when_got_then_it_is_asked_again(receiver: Recei
 def test_given_nothing_listening_when_called_then_botocores_connection_error_is_raised() -> None:
     with Receiver() as gone:
         endpoint = gone.url("")
-    client = LeanDynamoClient(
+    client = DynamoJsonClient(
         Boto3Stand_in(endpoint),
         Credentials("AKID", "SECRET"),
         connect_timeout_s=1,
@@ -213,21 +247,6 @@ def test_given_an_operation_it_does_not_serve_when_called_then_boto3_serves_it(
     got = lean(receiver, []).query(TableName="jobs")
 
     assert got["served_by"] == "boto3"
-    assert receiver.requests == []
-
-
-def test_given_a_stand_in_for_boto3_when_called_then_the_stand_in_gets_every_call(receiver: Receiver) -> None:
-    class Injector:
-        meta = SimpleNamespace(endpoint_url=receiver.url(""), region_name="us-east-1")
-
-        def get_item(self, **params: Any) -> dict[str, Any]:
-            return {"served_by": "stand-in"}
-
-    client = LeanDynamoClient(
-        Injector(), Credentials("AKID", "SECRET"), connect_timeout_s=1, read_timeout_s=1
-    )
-
-    assert client.get_item(TableName="jobs") == {"served_by": "stand-in"}
     assert receiver.requests == []
 
 
@@ -289,3 +308,138 @@ def test_given_a_thread_that_ended_when_collected_then_its_connection_is_closed(
 
     (connection,) = made
     assert connection.sock is None  # closed with its thread, not kept open until client.close()
+
+
+def test_given_an_endpoint_with_its_default_port_when_called_then_the_host_sent_is_the_one_signed(
+    lean: Any,
+) -> None:
+    assert host_header("https://dynamodb.eu-west-1.amazonaws.com:443") == "dynamodb.eu-west-1.amazonaws.com"
+    assert host_header("http://[::1]:8000/") == "[::1]:8000"
+    with Receiver() as receiver:
+        receiver.script("/", [reply(200, {})])
+        lean(receiver, []).get_item(TableName="jobs")
+
+    (request,) = receiver.requests
+    assert request.headers["host"] == f"127.0.0.1:{receiver.port}"
+
+
+def test_given_throttled_with_a_bare_429_when_put_then_botocores_conditions_retry_it(
+    receiver: Receiver, lean: Any
+) -> None:
+    # A 429 whose code no list names (a proxy's answer): botocore's ThrottlingStatusCodeChecker retries it.
+    receiver.script("/", [Reply(429, {"Content-Type": "text/plain"}, b"slow down"), reply(200, {})])
+    sleeps: list[float] = []
+
+    lean(receiver, sleeps).put_item(TableName="jobs", Item={})
+
+    assert len(receiver.requests) == 2
+    assert len(sleeps) == 1
+
+
+def test_given_a_brownout_when_many_calls_fail_then_the_retry_quota_stops_the_retries(
+    receiver: Receiver, lean: Any
+) -> None:
+    calls = 40
+    page = Reply(500, {"Content-Type": "text/html"}, b"<html>busy</html>")
+    receiver.script("/", [page] * (3 * calls))
+    client = lean(receiver, [])
+
+    for _ in range(calls):
+        with pytest.raises(ClientError):
+            client.get_item(TableName="jobs")
+
+    # botocore's standard quota: 500 tokens, 14 a retry (5 when throttled), none back while calls fail.
+    # Without it every call would be tried three times (120 requests).
+    assert len(receiver.requests) == calls + 500 // 14
+
+
+def test_given_a_server_that_never_answers_when_called_with_a_timeout_then_it_gives_up_within_it(
+    lean: Any,
+) -> None:
+    def hang(connection: RawConnection) -> None:
+        connection.read_request()
+        connection.stop.wait(30)
+
+    sleeps: list[float] = []
+    with RawServer(hang) as server:
+        client = lean(server, sleeps)
+        started = time.monotonic()
+        with pytest.raises(ReadTimeoutError):
+            client.update_item(TableName="jobs", timeout_s=0.3)
+        took_s = time.monotonic() - started
+        client.close()
+
+    # Without the bound: three attempts of the 5 s read timeout, with backoff between them.
+    assert took_s < 5
+    assert (len(server.connections), sleeps) == (1, [])  # no retry started past the budget
+
+
+def test_given_a_timeout_when_called_then_it_is_not_sent_to_dynamodb(receiver: Receiver, lean: Any) -> None:
+    receiver.script("/", [reply(200, {})])
+
+    lean(receiver, []).update_item(TableName="jobs", timeout_s=2.5)
+
+    (request,) = receiver.requests
+    assert json.loads(request.body) == {"TableName": "jobs"}
+
+
+def test_given_a_ca_bundle_when_called_over_https_then_the_endpoint_is_trusted_by_it_alone(
+    tmp_path: Path, clients: list[DynamoJsonClient]
+) -> None:
+    server_tls, ca_file = self_signed_for_loopback(tmp_path)
+    with Receiver(tls=server_tls) as secure:
+        secure.script("/", [reply(200, {"Item": {}})])
+
+        def client(ca_bundle: str | None) -> DynamoJsonClient:
+            made = DynamoJsonClient(
+                Boto3Stand_in(secure.url("")),
+                Credentials("AKID", "SECRET"),
+                connect_timeout_s=2,
+                read_timeout_s=2,
+                ca_bundle=ca_bundle,
+                sleep=lambda s: None,
+            )
+            clients.append(made)
+            return made
+
+        got = client(str(ca_file)).get_item(TableName="jobs")
+        with pytest.raises(EndpointConnectionError) as refused:
+            client(None).get_item(TableName="jobs")  # certifi's bundle does not know the test CA
+
+    assert got["Item"] == {}
+    assert "CERTIFICATE_VERIFY_FAILED" in str(refused.value.kwargs["error"])
+
+
+def self_signed_for_loopback(directory: Path) -> tuple[ssl.SSLContext, Path]:
+    """Returns a server context for a fresh self-signed certificate of 127.0.0.1, and its PEM file."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "hookline test CA")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert_file, key_file)
+    return server, cert_file
