@@ -203,8 +203,11 @@ class FakeJobStore:
         )
 
     @port_call
-    def renew_lease(self, job: Job, lease_expires_at_ms: int) -> None:
-        """HELD_BY_ATTEMPT, then the lease (and the live index's sort key) moved; updated_ms unchanged."""
+    def renew_lease(self, job: Job, lease_expires_at_ms: int, timeout_ms: int | None = None) -> None:
+        """HELD_BY_ATTEMPT, then the lease (and the live index's sort key) moved; updated_ms unchanged.
+
+        Answers at once, so timeout_ms never runs out.
+        """
         with self.tables.lock:
             if not self._holds(job):
                 raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")

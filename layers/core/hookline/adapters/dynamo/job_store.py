@@ -231,14 +231,17 @@ class DynamoJobStore:
             return Claim(job, before.attempt, before.updated_ms)
         return Claim(job)
 
-    def renew_lease(self, job: Job, lease_expires_at_ms: int) -> None:
+    def renew_lease(self, job: Job, lease_expires_at_ms: int, timeout_ms: int | None = None) -> None:
         """Extends the lease of the attempt that holds job; StaleState when that attempt lost it.
 
-        Leaves updated_ms alone: it says when the attempt was claimed, which a take-over records.
+        Leaves updated_ms alone: it says when the attempt was claimed, which a take-over records. timeout_ms
+        bounds the call, retries included (the JSON client's timeout_s; a boto3 client cannot take it).
         """
         update = "SET #lease = :lease, #live_sk = :lease"
+        bound: dict[str, float] = {} if timeout_ms is None else {"timeout_s": timeout_ms / 1000}
         try:
             self._client.update_item(
+                **bound,
                 TableName=self._jobs,
                 Key=self._key(job.tenant, job.job_id),
                 UpdateExpression=update,
