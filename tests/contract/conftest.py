@@ -13,8 +13,9 @@ a FrozenClock at NOW for both backends; what a role counts goes to the backend's
 
 DynamoDB: one set of tables on the session's moto server (no per-test reset, which costs a second or more);
 each test works in a tenant and a shard of its own. Transactions can be cancelled on purpose with a reason
-code (DynamoBackend.transactions.plan): tests/support/dynamo_faults.CancellingTransactions on the real client,
-the fake's own TransactionCancellations; the adapter's retries between them do not sleep.
+code (DynamoBackend.transactions.plan): the real clients reach moto through tests/support/dynamo_faults'
+proxy, which answers the planned cancellations on the wire as DynamoDB would; the fake has its own
+TransactionCancellations. The adapter's retries between them do not sleep.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ from tests.fakes.redis_memory import RedisMemory
 from tests.fakes.schedules import FakeScheduleStore
 from tests.fakes.tables import JobsTables
 from tests.support.aws import make_tables
-from tests.support.dynamo_faults import CancellingTransactions
+from tests.support.dynamo_faults import DynamoFaultProxy
 
 GROUP = redis_keys.CONSUMER_GROUP
 EXECUTOR, REAPER = "executor", "reaper"
@@ -310,8 +311,10 @@ class DynamoBackend:
 
 
 @pytest.fixture(scope="session")
-def contract_tables(aws_endpoint: str) -> Iterator[tuple[Settings, Any]]:
+def contract_tables(dynamo_proxy: DynamoFaultProxy) -> Iterator[tuple[Settings, Any]]:
     """Creates one set of tables on moto for the contract suite; yields their settings and a client.
+
+    The settings and the client reach moto through the fault proxy (dynamo_proxy).
 
     Creating tables costs seconds on a loaded machine, so they are made once. The `settings` fixture of the
     integration tests resets moto, dropping them; the contract tests run together (one directory), after
@@ -323,7 +326,7 @@ def contract_tables(aws_endpoint: str) -> Iterator[tuple[Settings, Any]]:
         jobs_table=f"contract-jobs-{suffix}",
         executions_table=f"contract-executions-{suffix}",
         api_keys_table=f"contract-api-keys-{suffix}",
-        aws_endpoint_url=aws_endpoint,
+        aws_endpoint_url=dynamo_proxy.url,
     )
     make_tables(settings)
     client = dynamodb_client(settings)
@@ -348,23 +351,23 @@ def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
         )
         return
     settings, client = request.getfixturevalue("contract_tables")
+    faults: DynamoFaultProxy = request.getfixturevalue("dynamo_faults")
     lean = lean_client(client) if request.param == "lean" else None
     client = lean or client
-    cancelling = CancellingTransactions(client, "None", count=0)
     yield DynamoBackend(
         "real",
         DynamoJobStore(
-            cancelling,
+            client,
             settings.jobs_table,
             settings.executions_table,
             lease_ms=LEASE_MS,
-            transactions=Transactions(cancelling, sleep=lambda seconds: None),
+            transactions=Transactions(client, sleep=lambda seconds: None),
         ),
         DynamoScheduleStore(client, settings.jobs_table),
         DynamoKeyStore(client, settings.api_keys_table),
         tenant,
         shard,
-        cancelling,
+        faults.transactions,
     )
     if lean is not None:
         lean.close()

@@ -116,7 +116,7 @@ class Faults:
 class TransactionCancellations:
     """Cancels the next `remaining` transactions with `reason` at item `at` ("None" at the others).
 
-    The same plan as tests/support/dynamo_faults.CancellingTransactions puts on a real client: DynamoDB's
+    The plan tests/support/dynamo_faults' proxy also answers real clients with, on the wire: DynamoDB's
     CancellationReasons, one code per item in TransactItems order. Thread-safe.
     """
 

@@ -18,7 +18,7 @@ Transactions (create with a key, finish) go through adapters/dynamo/transactions
 ConditionalCheckFailed reason is a refused condition (finish: StaleState only at the job item, DependencyDown
 at another); transient reasons are retried up to ATTEMPTS times, then DependencyDown; any other reason is
 TransactionRejected. `transactions.plan(reason, count, at)` injects cancellations, as
-tests/support/dynamo_faults.CancellingTransactions does to the real client.
+tests/support/dynamo_faults' proxy does on the wire for the real clients.
 """
 
 from __future__ import annotations
