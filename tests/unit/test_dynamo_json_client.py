@@ -27,6 +27,8 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
 from hookline.adapters.dynamo.json_client import DynamoJsonClient, SigV4Signer, host_header
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import aws_session, dynamodb_client, lean_client
 from tests.support.raw_http import RawConnection, RawServer, replying
 from tests.support.receiver import Receiver, Reply
 
@@ -443,3 +445,16 @@ def self_signed_for_loopback(directory: Path) -> tuple[ssl.SSLContext, Path]:
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(cert_file, key_file)
     return server, cert_file
+
+
+def test_given_the_wired_clients_then_both_sign_with_the_sessions_one_credentials_object() -> None:
+    settings = Settings.from_env({"HOOKLINE_AWS_ENDPOINT": "http://127.0.0.1:1"})
+    boto = dynamodb_client(settings)
+    client = lean_client(boto)
+    try:
+        # One object: when a role's credentials are renewed, both clients sign with the new ones.
+        assert client._credentials is boto._request_signer._credentials
+        assert client._credentials is aws_session().get_credentials()
+    finally:
+        client.close()
+        boto.close()
