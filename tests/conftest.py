@@ -23,6 +23,7 @@ from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 from tests.support.aws import make_tables, reset_moto, running_moto, use_fake_credentials
 from tests.support.cluster_audit import auditing
+from tests.support.dynamo_faults import DynamoFaultProxy
 from tests.support.receiver import Receiver
 from tests.support.redis_cluster import running_cluster
 from tests.support.redis_mode import CLUSTER_MODE, SHARDS
@@ -77,6 +78,26 @@ def aws_endpoint() -> Iterator[str]:
     """Yields the endpoint of moto's server (started once per session) or of HOOKLINE_AWS_ENDPOINT."""
     with running_moto() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def dynamo_proxy(aws_endpoint: str) -> Iterator[DynamoFaultProxy]:
+    """Yields an HTTP proxy in front of moto's server that injects planned DynamoDB faults (started once)."""
+    with DynamoFaultProxy(aws_endpoint) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def dynamo_faults(dynamo_proxy: DynamoFaultProxy) -> Iterator[DynamoFaultProxy]:
+    """Yields the fault proxy with nothing planned; a client given its url meets the faults the test plans.
+
+    Fails the test when a lost reply's between() raised (it runs on the proxy's thread).
+    """
+    dynamo_proxy.reset()
+    yield dynamo_proxy
+    errors = dynamo_proxy.replies.errors
+    dynamo_proxy.reset()
+    assert errors == [], f"a lost reply's between() raised: {errors!r}"
 
 
 @pytest.fixture

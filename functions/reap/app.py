@@ -11,10 +11,11 @@ from hookline.domain import constants
 from hookline.plumbing.heap import freeze_start_up_heap
 from hookline.plumbing.invocation import deadline_ms
 from hookline.plumbing.settings import Settings
+from hookline.plumbing.tracing import TRACED_MODULES
 from hookline.plumbing.wiring import REAPER_DYNAMODB_CALL_MS, Container
 
 logger = Logger()
-tracer = Tracer()
+tracer = Tracer(patch_modules=TRACED_MODULES)
 metrics = Metrics()
 sink = PowertoolsMetrics(metrics)
 container = Container(Settings.from_env(), metrics=sink)

@@ -12,6 +12,7 @@ from hookline.adapters.metrics import PowertoolsMetrics
 from hookline.api import context, dashboard, dead_letters, errors, gate, health, jobs, schedules, stats
 from hookline.plumbing.heap import freeze_start_up_heap
 from hookline.plumbing.settings import Settings
+from hookline.plumbing.tracing import TRACED_MODULES
 from hookline.plumbing.wiring import Container
 
 # A read request publishes no metric; Powertools would warn about that on every such invocation.
@@ -19,7 +20,7 @@ NO_METRICS_WARNING = "No application metrics to publish"
 warnings.filterwarnings("ignore", message=NO_METRICS_WARNING)
 
 logger = Logger()
-tracer = Tracer()
+tracer = Tracer(patch_modules=TRACED_MODULES)
 metrics = Metrics()
 sink = PowertoolsMetrics(metrics)
 context.use(Container(Settings.from_env(), metrics=sink))

@@ -6,7 +6,7 @@ It relays faithfully until SIGUSR1 (so a scenario warms up unharmed); from then 
 the target and its reply is read in full, so the write is applied. The reply of every N-th request of each
 kind below is then not passed back: the client's connection is reset instead, as when a reply is lost on the
 way (a network blip, a load balancer's idle close at the wrong moment). The client cannot tell whether its
-write happened, and sends it again (botocore's retries, the lean client's). A request body whose reply was
+write happened, and sends it again (botocore's retries, the JSON client's). A request body whose reply was
 lost once is never lost again, so the repeat always answers.
 
 The kinds are told by operation and by what the job store's requests hold (adapters/dynamo/job_store.py):

@@ -13,10 +13,11 @@ a FrozenClock at NOW for both backends; what a role counts goes to the backend's
 
 DynamoDB: one set of tables on the session's moto server (no per-test reset, which costs a second or more);
 each test works in a tenant and a shard of its own. Transactions can be cancelled on purpose with a reason
-code (DynamoBackend.transactions.plan): tests/support/dynamo_faults.CancellingTransactions on the real client,
-the fake's own TransactionCancellations; the adapter's retries between them do not sleep. A write's reply can
-be lost (DynamoBackend.replies.lose): the write is applied and sent again, as the client's own retry sends
-it (dynamo_faults.LosingReplies on the real client, the fake's faults.LostReplies).
+code (DynamoBackend.transactions.plan), and a write's reply can be lost (DynamoBackend.replies.lose): the
+write is applied, and the client's own retry sends it again. The real clients reach moto through
+tests/support/dynamo_faults' proxy, which answers the planned cancellations on the wire as DynamoDB would and
+loses a planned reply by resetting the connection once the write was applied; the fake has its own
+TransactionCancellations and LostReplies. The adapter's retries between cancellations do not sleep.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from tests.fakes.redis_memory import RedisMemory
 from tests.fakes.schedules import FakeScheduleStore
 from tests.fakes.tables import JobsTables
 from tests.support.aws import make_tables
-from tests.support.dynamo_faults import CancellingTransactions, LosingReplies
+from tests.support.dynamo_faults import DynamoFaultProxy
 
 GROUP = redis_keys.CONSUMER_GROUP
 EXECUTOR, REAPER = "executor", "reaper"
@@ -324,8 +325,10 @@ class DynamoBackend:
 
 
 @pytest.fixture(scope="session")
-def contract_tables(aws_endpoint: str) -> Iterator[tuple[Settings, Any]]:
+def contract_tables(dynamo_proxy: DynamoFaultProxy) -> Iterator[tuple[Settings, Any]]:
     """Creates one set of tables on moto for the contract suite; yields their settings and a client.
+
+    The settings and the client reach moto through the fault proxy (dynamo_proxy).
 
     Creating tables costs seconds on a loaded machine, so they are made once. The `settings` fixture of the
     integration tests resets moto, dropping them; the contract tests run together (one directory), after
@@ -337,7 +340,7 @@ def contract_tables(aws_endpoint: str) -> Iterator[tuple[Settings, Any]]:
         jobs_table=f"contract-jobs-{suffix}",
         executions_table=f"contract-executions-{suffix}",
         api_keys_table=f"contract-api-keys-{suffix}",
-        aws_endpoint_url=aws_endpoint,
+        aws_endpoint_url=dynamo_proxy.url,
     )
     make_tables(settings)
     client = dynamodb_client(settings)
@@ -345,7 +348,7 @@ def contract_tables(aws_endpoint: str) -> Iterator[tuple[Settings, Any]]:
     client.close()
 
 
-# "lean": the DynamoDB adapters over the lean client (adapters/dynamo/lean.py) the engine wires in.
+# "lean": the DynamoDB adapters over the JSON client (adapters/dynamo/json_client.py) the engine wires in.
 DYNAMO_BACKENDS = [*BACKENDS, pytest.param("lean", marks=pytest.mark.integration)]
 
 
@@ -369,25 +372,24 @@ def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
         )
         return
     settings, client = request.getfixturevalue("contract_tables")
+    faults: DynamoFaultProxy = request.getfixturevalue("dynamo_faults")
     lean = lean_client(client) if request.param == "lean" else None
     client = lean or client
-    losing = LosingReplies(client)
-    cancelling = CancellingTransactions(losing, "None", count=0)
     yield DynamoBackend(
         "real",
         DynamoJobStore(
-            cancelling,
+            client,
             settings.jobs_table,
             settings.executions_table,
             lease_ms=LEASE_MS,
-            transactions=Transactions(cancelling, sleep=lambda seconds: None),
+            transactions=Transactions(client, sleep=lambda seconds: None),
         ),
         DynamoScheduleStore(client, settings.jobs_table),
         DynamoKeyStore(client, settings.api_keys_table),
         tenant,
         shard,
-        cancelling,
-        losing,
+        faults.transactions,
+        faults.replies,
     )
     if lean is not None:
         lean.close()

@@ -257,14 +257,16 @@ def test_given_finished_job_when_claimed_then_stale(dynamo_backend: DynamoBacken
 # renew_lease: HELD_BY_ATTEMPT
 
 
+@pytest.mark.parametrize("timeout_ms", [None, 5_000], ids=["unbounded", "bounded"])
 def test_given_attempt_holding_the_job_when_lease_renewed_then_only_the_lease_moves(
-    dynamo_backend: DynamoBackend,
+    dynamo_backend: DynamoBackend, timeout_ms: int | None
 ) -> None:
+    """With or without a bound on the call (the heartbeat bounds each renewal by the lease it extends)."""
     job = claimed(dynamo_backend, NOW)
     assert job.lease_expires_at_ms is not None
     renewed_to = job.lease_expires_at_ms + 5_000
 
-    dynamo_backend.jobs.renew_lease(job, renewed_to)
+    dynamo_backend.jobs.renew_lease(job, renewed_to, timeout_ms=timeout_ms)
 
     # updated_ms still says when the attempt was claimed (a take-over records it as the attempt's start)
     assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job.with_changes(lease_expires_at_ms=renewed_to)
@@ -293,7 +295,7 @@ def test_given_attempt_that_lost_the_job_when_lease_renewed_then_stale_and_uncha
     second = dynamo_backend.jobs.claim(first.member(), first.lease_expires_at_ms + 1).job
 
     with pytest.raises(StaleState):
-        dynamo_backend.jobs.renew_lease(stale_view(second), NOW + 60_000)
+        dynamo_backend.jobs.renew_lease(stale_view(second), NOW + 60_000, timeout_ms=5_000)
     assert dynamo_backend.jobs.get(first.tenant, first.job_id) == second
 
 

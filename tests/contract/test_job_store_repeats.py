@@ -1,19 +1,27 @@
 """A write whose reply was lost and which the client sent again, fake and moto alike.
 
-The first try is applied; its reply never arrives, so the DynamoDB client (botocore's retries, the lean
+The first try is applied; its reply never arrives, so the DynamoDB client (botocore's retries, the JSON
 client's) sends the same request again, and that repeat fails the write's own condition. The store must read
 its own token in the item and report the first try's success: never "held by another attempt" (a claim), an
 error and a second job (a create), a lost hold (a finish), or a conflict (cancel, replay). The replies are
-lost on purpose: DynamoBackend.replies.lose(operation).
+lost on purpose: DynamoBackend.replies.lose(operation); for the real clients the fault proxy resets the
+connection once the write was applied, and the repeat is the client's own retry.
 """
 
 from __future__ import annotations
 
-import pytest
+import uuid
+from typing import Any
 
+import pytest
+from botocore.exceptions import BotoCoreError
+
+from hookline.adapters.dynamo import tables
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.errors import NotYet, StaleState
 from hookline.domain.models import ExecutionOutcome, JobStatus, Member
+from hookline.plumbing.settings import Settings
+from hookline.plumbing.wiring import DynamoBounds, dynamodb_client, lean_client
 from tests.contract.conftest import LEASE_MS, DynamoBackend
 from tests.contract.test_job_store import (
     NOW,
@@ -24,6 +32,30 @@ from tests.contract.test_job_store import (
     running,
     stored,
 )
+from tests.support.dynamo_faults import DynamoFaultProxy
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("kind", ["boto3", "json"])
+def test_given_one_attempt_when_a_write_reply_is_lost_then_a_connection_error_and_the_write_applied(
+    contract_tables: tuple[Settings, Any], dynamo_faults: DynamoFaultProxy, kind: str
+) -> None:
+    """The repeats below are the clients' own retries: without one, the lost reply is a connection error."""
+    settings, _ = contract_tables
+    bounds = DynamoBounds(max_attempts=1)
+    client = dynamodb_client(settings, bounds=bounds)
+    sender = lean_client(client, bounds) if kind == "json" else client
+    item = {tables.JOBS_PK: {"S": f"lost-{uuid.uuid4().hex}"}, tables.JOBS_SK: {"S": "lost"}}
+    dynamo_faults.replies.lose("put_item")
+    try:
+        with pytest.raises(BotoCoreError):
+            sender.put_item(TableName=settings.jobs_table, Item=item)
+        assert dynamo_faults.replies.lost == 1
+        assert client.get_item(TableName=settings.jobs_table, Key=item).get("Item") == item
+    finally:
+        if sender is not client:
+            sender.close()
+        client.close()
 
 
 def test_given_claim_reply_lost_when_the_client_sends_it_again_then_the_attempt_is_ours(

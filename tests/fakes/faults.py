@@ -9,9 +9,9 @@ raises DynamoUnavailable, a generic exception standing for them.
 
 DynamoDB transactions have a fault plan of their own (TransactionCancellations): a cancellation with a
 reason code, which the job store fake reads exactly as adapters/dynamo/transactions.py reads DynamoDB's.
-A lost reply that the DynamoDB client itself sends again (botocore's retries, the lean client's) has one
+A lost reply that the DynamoDB client itself sends again (botocore's retries, the JSON client's) has one
 too (LostReplies): the request is applied, and the caller gets the answer to its repeat, as
-tests/support/dynamo_faults.LosingReplies does to a real client.
+tests/support/dynamo_faults' proxy does on the wire for the real clients (its LosingReplies, this plan).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ class Faults:
 class TransactionCancellations:
     """Cancels the next `remaining` transactions with `reason` at item `at` ("None" at the others).
 
-    The same plan as tests/support/dynamo_faults.CancellingTransactions puts on a real client: DynamoDB's
+    The plan tests/support/dynamo_faults' proxy also answers real clients with, on the wire: DynamoDB's
     CancellationReasons, one code per item in TransactItems order. Thread-safe.
     """
 

@@ -20,13 +20,13 @@ that finds its own token is that write's first try: created, claimed (a take-ove
 finished, cancelled or replayed, as the adapter reports. mark_dead accepts a job already dead in the
 member's generation for the same reason. `replies.lose(operation, count, between)` loses replies the client
 sends again (faults.LostReplies): the request is applied and repeated (between() runs in between), as
-tests/support/dynamo_faults.LosingReplies does to the real client.
+tests/support/dynamo_faults' proxy does on the wire for the real clients.
 
 Transactions (create with a key, finish) go through adapters/dynamo/transactions.py's rules: only a
 ConditionalCheckFailed reason is a refused condition (finish: StaleState only at the job item, DependencyDown
 at another); transient reasons are retried up to ATTEMPTS times, then DependencyDown; any other reason is
 TransactionRejected. `transactions.plan(reason, count, at)` injects cancellations, as
-tests/support/dynamo_faults.CancellingTransactions does to the real client.
+tests/support/dynamo_faults' proxy does on the wire for the real clients.
 """
 
 from __future__ import annotations
@@ -264,8 +264,11 @@ class FakeJobStore:
         )
 
     @port_call
-    def renew_lease(self, job: Job, lease_expires_at_ms: int) -> None:
-        """HELD_BY_ATTEMPT, then the lease (and the live index's sort key) moved; updated_ms unchanged."""
+    def renew_lease(self, job: Job, lease_expires_at_ms: int, timeout_ms: int | None = None) -> None:
+        """HELD_BY_ATTEMPT, then the lease (and the live index's sort key) moved; updated_ms unchanged.
+
+        Answers at once, so timeout_ms never runs out.
+        """
         with self.tables.lock:
             if not self._holds(job):
                 raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")

@@ -23,7 +23,7 @@ from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container, dynamodb_client
 from hookline.usecases.execute import Disposition
 from hookline.usecases.reap import ReapReport
-from tests.support.dynamo_faults import FailingUpdates
+from tests.support.dynamo_faults import DynamoFaultProxy, FailingUpdates
 from tests.support.receiver import Receiver, Reply
 from tests.support.stack import running_loops, wait_until
 
@@ -167,22 +167,27 @@ def test_given_slow_secret_lookup_and_no_renewal_when_callback_starts_then_its_t
 
 
 def test_given_lease_used_up_before_the_call_when_renewals_fail_then_no_callback_and_entry_left_pending(
-    container: Container, receiver: Receiver, settings: Settings
+    receiver: Receiver, settings: Settings, dynamo_faults: DynamoFaultProxy
 ) -> None:
-    renewals = FailingUpdates(container.dynamodb, RENEWAL)
-    container.__dict__["dynamodb"] = renewals
-    job_id = submit(container, receiver, timeout_s=5)
-    lookup_s = (settings.lease_ms - settings.lease_margin_ms) / 1000
-    container.__dict__["keys"] = SlowSigningSecrets(container.keys, lookup_s)
+    renewals = dynamo_faults.failing_updates = FailingUpdates(RENEWAL)  # DynamoDB answers every renewal 500
+    container = Container(dataclasses.replace(settings, aws_endpoint_url=dynamo_faults.url), consumer="test")
+    try:
+        job_id = submit(container, receiver, timeout_s=5)
+        lookup_s = (settings.lease_ms - settings.lease_margin_ms) / 1000
+        container.__dict__["keys"] = SlowSigningSecrets(container.keys, lookup_s)
 
-    (disposition,) = container.executor.drain()
+        (disposition,) = container.executor.drain()
 
-    # Before the fix the callback started anyway, after its lease: another executor could be delivering it.
-    assert receiver.requests == []
-    assert disposition is Disposition.LEFT_PENDING
-    assert renewals.failed >= 1
-    assert container.redis.xpending(redis_keys.ready_stream(0), redis_keys.CONSUMER_GROUP)["pending"] == 1
-    assert container.jobs.get(TENANT, job_id).status is JobStatus.RUNNING
+        # Before the fix the callback started anyway, after its lease: another executor could be delivering
+        # it.
+        assert receiver.requests == []
+        assert disposition is Disposition.LEFT_PENDING
+        assert renewals.failed >= 1
+        stream = redis_keys.ready_stream(0)
+        assert container.redis.xpending(stream, redis_keys.CONSUMER_GROUP)["pending"] == 1
+        assert container.jobs.get(TENANT, job_id).status is JobStatus.RUNNING
+    finally:
+        container.close()
 
 
 def test_given_dynamodb_client_then_calls_time_out_in_seconds_with_few_retries(settings: Settings) -> None:

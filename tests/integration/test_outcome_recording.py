@@ -6,6 +6,7 @@ the entry stays pending (never acknowledged with the job still `running`); an id
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
@@ -18,7 +19,7 @@ from hookline.plumbing.wiring import Container
 from hookline.usecases.execute import Disposition
 from tests.integration.api.conftest import make_key
 from tests.support.apigw import ApiClient
-from tests.support.dynamo_faults import CancellingTransactions
+from tests.support.dynamo_faults import DynamoFaultProxy
 from tests.support.receiver import Receiver
 
 pytestmark = pytest.mark.integration
@@ -26,17 +27,22 @@ pytestmark = pytest.mark.integration
 TENANT = "acme"
 
 
-def faulty_container(settings: Settings, reason: str, count: int, at: int = -1) -> Container:
-    """Returns a container whose next `count` DynamoDB transactions are cancelled with `reason`."""
-    built = Container(settings, consumer="test-executor")
-    built.__dict__["dynamodb"] = CancellingTransactions(built.dynamodb, reason, count, at)
-    return built
+def faulty_container(
+    settings: Settings, faults: DynamoFaultProxy, reason: str, count: int, at: int = -1
+) -> Container:
+    """Returns a container behind the fault proxy; its next `count` transactions are cancelled with `reason`.
+
+    The faults are DynamoDB's answers on the wire: the container's own clients (the JSON client on the
+    hot path) meet them, retries and all.
+    """
+    faults.transactions.plan(reason, count, at)
+    return Container(dataclasses.replace(settings, aws_endpoint_url=faults.url), consumer="test-executor")
 
 
 @pytest.fixture
-def throttled(settings: Settings) -> Iterator[Container]:
+def throttled(settings: Settings, dynamo_faults: DynamoFaultProxy) -> Iterator[Container]:
     """Yields a container whose transactions are all throttled (until the test lifts it)."""
-    built = faulty_container(settings, "ThrottlingError", count=1_000_000)
+    built = faulty_container(settings, dynamo_faults, "ThrottlingError", count=1_000_000)
     yield built
     built.close()
 
@@ -55,17 +61,17 @@ TRANSIENT = ["TransactionConflict", "ThrottlingError", "ProvisionedThroughputExc
 
 @pytest.mark.parametrize("reason", TRANSIENT)
 def test_given_finish_cancelled_twice_for_a_transient_reason_when_delivered_then_retried_and_recorded_once(
-    settings: Settings, receiver: Receiver, reason: str
+    settings: Settings, dynamo_faults: DynamoFaultProxy, receiver: Receiver, reason: str
 ) -> None:
-    container = faulty_container(settings, reason, count=0)
+    container = faulty_container(settings, dynamo_faults, reason, count=0)
     try:
         job_id = submit(container, receiver)
-        container.dynamodb.remaining = 2  # the next two transactions (the finish) are cancelled
+        dynamo_faults.transactions.remaining = 2  # the next two transactions (the finish) are cancelled
 
         (disposition,) = container.executor.drain()
 
         assert disposition is Disposition.SUCCEEDED
-        assert container.dynamodb.cancelled == 2
+        assert dynamo_faults.transactions.cancelled == 2
         job = container.jobs.get(TENANT, job_id)
         assert (job.status, job.attempt) == (JobStatus.SUCCEEDED, 1)
         assert [e.outcome for e in container.jobs.executions(TENANT, job_id)] == [ExecutionOutcome.SUCCEEDED]
@@ -76,9 +82,9 @@ def test_given_finish_cancelled_twice_for_a_transient_reason_when_delivered_then
 
 
 def test_given_finish_throttled_throughout_when_delivered_then_entry_left_pending_not_acked_as_lost(
-    throttled: Container, receiver: Receiver
+    throttled: Container, dynamo_faults: DynamoFaultProxy, receiver: Receiver
 ) -> None:
-    faults = throttled.dynamodb
+    faults = dynamo_faults.transactions
     faults.remaining = 0
     job_id = submit(throttled, receiver)
     faults.remaining = 1_000_000
@@ -95,9 +101,9 @@ def test_given_finish_throttled_throughout_when_delivered_then_entry_left_pendin
 
 
 @pytest.fixture
-def throttled_api(throttled: Container) -> Iterator[ApiClient]:
+def throttled_api(throttled: Container, dynamo_faults: DynamoFaultProxy) -> Iterator[ApiClient]:
     context.use(throttled)
-    faults = throttled.dynamodb
+    faults = dynamo_faults.transactions
     faults.remaining = 0
     client = ApiClient(make_key(throttled))
     faults.remaining = 1_000_000
@@ -114,9 +120,9 @@ def test_given_idempotent_submit_throttled_throughout_when_posted_then_503_not_4
 
 
 def test_given_idempotent_submit_throttled_once_when_posted_then_201_and_a_repeat_gets_the_same_job(
-    throttled: Container, throttled_api: ApiClient
+    dynamo_faults: DynamoFaultProxy, throttled_api: ApiClient
 ) -> None:
-    throttled.dynamodb.remaining = 1
+    dynamo_faults.transactions.remaining = 1
     body = {"url": "http://127.0.0.1:9/hook", "idempotency_key": "k2"}
 
     first = throttled_api.post("/v1/jobs", body)

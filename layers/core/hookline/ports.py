@@ -75,8 +75,12 @@ class JobStore(Protocol):
         """Starts one attempt under a lease; raises NotYet (try later) or StaleState (drop the delivery)."""
         ...
 
-    def renew_lease(self, job: Job, lease_expires_at_ms: int) -> None:
-        """Extends the lease of the attempt holding job, or raises StaleState when it lost the job."""
+    def renew_lease(self, job: Job, lease_expires_at_ms: int, timeout_ms: int | None = None) -> None:
+        """Extends the lease of the attempt holding job, or raises StaleState when it lost the job.
+
+        timeout_ms: the call gives up (raises) once this long has passed, retries included; None: the store's
+        own bounds only.
+        """
         ...
 
     def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:

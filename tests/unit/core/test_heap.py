@@ -36,5 +36,7 @@ def test_given_objects_alive_and_a_dropped_cycle_when_frozen_then_the_alive_are_
     frozen = freeze_start_up_heap()
 
     assert dropped() is None  # collected before the freeze, not kept forever in the permanent generation
-    assert frozen == gc.get_freeze_count() > 0
+    # Only a freeze adds to the permanent generation; another thread of the session (a test proxy's handler
+    # ending) may free frozen objects meanwhile, so the count read now can only be lower.
+    assert 0 < gc.get_freeze_count() <= frozen
     assert not any(obj is kept for obj in gc.get_objects())  # a collection no longer looks at it

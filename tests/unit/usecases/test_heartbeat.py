@@ -6,8 +6,10 @@ threads for real, with a 5 ms beat, inside an executor, and wait (bounded) for w
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.leases import LeaseTiming
@@ -147,6 +149,74 @@ def test_given_one_renewal_fails_then_the_other_leases_due_are_still_renewed_in_
     assert second.lease_expires_at_ms == world.clock.now_ms() + LEASE_MS
     assert not first.lost
     assert (world.metrics.counts["HeartbeatErrors"], world.metrics.counts["LeaseRenewed"]) == (1, 1)
+
+
+class StallingRenewals:
+    """The world's store, with the renewals of one job blocking until released (a stalled DynamoDB call)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.stalled_job_id = ""
+        self.release = threading.Event()
+        self.timeouts_ms: dict[str, int | None] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def renew_lease(self, job: Job, lease_expires_at_ms: int, timeout_ms: int | None = None) -> None:
+        """Blocks the stalled job's renewal until released, then renews as the store does."""
+        self.timeouts_ms[job.job_id] = timeout_ms
+        if job.job_id == self.stalled_job_id:
+            self.release.wait(timeout=30)
+        self._store.renew_lease(job, lease_expires_at_ms, timeout_ms=timeout_ms)
+
+
+def test_given_one_renewal_stalls_then_the_other_leases_due_are_renewed_before_they_run_out(
+    world: World,
+) -> None:
+    store = StallingRenewals(world.store)
+    beat = Heartbeat(world.redis("executor"), store, world.clock, FAST, world.metrics)
+    (stalled, stalled_job), *others = read_and_claim(world, beat, count=3)
+    store.stalled_job_id = stalled_job.job_id  # the first in line, so it would hold up the others
+    world.clock.advance(DUE_FOR_RENEWAL_MS)
+    renewed_to = world.clock.now_ms() + LEASE_MS
+    beating = threading.Thread(target=beat.renew_leases, daemon=True)
+    try:
+        beating.start()
+
+        # Before the fix the renewals ran one after another behind the stalled one: these never came.
+        wait_until(lambda: all(world.job(job).lease_expires_at_ms == renewed_to for _, job in others))
+        assert all(hold.lease_expires_at_ms == renewed_to for hold, _ in others)
+        assert world.job(stalled_job).lease_expires_at_ms == stalled_job.lease_expires_at_ms
+        # Each call may take no longer than its lease has left, less the margin.
+        lease_left_ms = LEASE_MS - DUE_FOR_RENEWAL_MS
+        assert set(store.timeouts_ms.values()) == {lease_left_ms - FAST.margin_ms}
+    finally:
+        store.release.set()
+    beating.join(timeout=5)
+    wait_until(lambda: world.job(stalled_job).lease_expires_at_ms == renewed_to)
+    wait_until(lambda: not stalled.renewing)
+    assert world.metrics.counts["LeaseRenewed"] == 3
+
+
+def test_given_a_renewal_still_in_flight_when_the_next_beat_comes_then_it_is_not_sent_twice(
+    world: World,
+) -> None:
+    store = StallingRenewals(world.store)
+    beat = Heartbeat(world.redis("executor"), store, world.clock, FAST, world.metrics)
+    ((hold, job),) = read_and_claim(world, beat)
+    store.stalled_job_id = job.job_id
+    world.clock.advance(DUE_FOR_RENEWAL_MS)
+    try:
+        beat.renew_leases()  # returns after one (5 ms) beat, the renewal still stalled
+        beat.renew_leases()
+
+        assert hold.renewing
+        assert world.store.faults.calls("renew_lease") == 0
+    finally:
+        store.release.set()
+    wait_until(lambda: not hold.renewing)
+    assert world.store.faults.calls("renew_lease") == 1
 
 
 # The heartbeat's threads inside an executor.

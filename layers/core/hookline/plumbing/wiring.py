@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -10,14 +11,15 @@ from functools import cached_property
 from typing import Any
 
 import boto3
+import botocore.session
 import redis
 from botocore.config import Config
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from hookline.adapters.dynamo.job_store import DynamoJobStore
+from hookline.adapters.dynamo.json_client import DynamoJsonClient
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
-from hookline.adapters.dynamo.lean import LeanDynamoClient
 from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
 from hookline.adapters.dynamo.tables import Keyspace
 from hookline.adapters.dynamo.unindexed import DynamoUnindexedLog
@@ -88,10 +90,20 @@ REAPER_DYNAMODB_BOUNDS = DynamoBounds(
 )
 
 
+@functools.cache
+def aws_session() -> botocore.session.Session:
+    """Returns the process's botocore session, made on first use.
+
+    Both DynamoDB clients take from it: the boto3 client and the JSON client sign with its one credentials
+    object (refreshed in one place when they expire), and trust the CA bundle it resolves (AWS_CA_BUNDLE).
+    """
+    return botocore.session.get_session()
+
+
 def dynamodb_client(settings: Settings, max_connections: int = 50, bounds: DynamoBounds | None = None) -> Any:
     """Returns a DynamoDB client for the configured endpoint (moto or LocalStack locally, AWS otherwise)."""
     bounds = bounds or DynamoBounds()
-    return boto3.client(
+    return boto3.session.Session(botocore_session=aws_session()).client(
         "dynamodb",
         endpoint_url=settings.aws_endpoint_url,
         region_name=settings.aws_region,
@@ -104,15 +116,20 @@ def dynamodb_client(settings: Settings, max_connections: int = 50, bounds: Dynam
     )
 
 
-def lean_client(client: Any, bounds: DynamoBounds | None = None) -> LeanDynamoClient:
-    """Returns the lean client (adapters/dynamo/lean.py) over a boto3 DynamoDB client, same timeouts."""
+def lean_client(client: Any, bounds: DynamoBounds | None = None) -> DynamoJsonClient:
+    """Returns the JSON client (adapters/dynamo/json_client.py) over a client of dynamodb_client.
+
+    It has the boto3 client's session (credentials, CA bundle), timeouts and attempts.
+    """
     bounds = bounds or DynamoBounds()
-    return LeanDynamoClient(
+    session = aws_session()
+    return DynamoJsonClient(
         client,
-        boto3.session.Session().get_credentials(),
+        session.get_credentials(),
         connect_timeout_s=bounds.connect_timeout_s,
         read_timeout_s=bounds.read_timeout_s,
         max_attempts=bounds.max_attempts,
+        ca_bundle=session.get_config_variable("ca_bundle"),
     )
 
 
@@ -256,13 +273,13 @@ class Container:
         return RedisStats(self.redis)
 
     @cached_property
-    def lean_dynamodb(self) -> LeanDynamoClient:
-        """The lean DynamoDB client over the boto3 one (thread-safe: a connection per thread)."""
+    def lean_dynamodb(self) -> DynamoJsonClient:
+        """The DynamoDB JSON client over the boto3 one (thread-safe: a connection per thread)."""
         return lean_client(self.dynamodb)
 
     @cached_property
     def jobs(self) -> DynamoJobStore:
-        """The jobs and executions tables; the hot path (put, get, claim, finish) through the lean client."""
+        """The jobs and executions tables; the hot path (put, get, claim, finish) through the JSON client."""
         return DynamoJobStore(
             self.lean_dynamodb,
             self.settings.jobs_table,

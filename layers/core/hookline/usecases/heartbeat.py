@@ -7,7 +7,9 @@ renew_below_ms of it is left, so an attempt that ends early in its first lease c
 When the executor dies both stop together: its entries turn idle and its leases run out within lease_ms.
 
 Redis and DynamoDB are beaten from two threads, so a slow DynamoDB (a brownout) cannot delay the entries'
-beats past redeliver_after_ms and get a live attempt re-delivered.
+beats past redeliver_after_ms and get a live attempt re-delivered. The leases due are renewed in parallel
+(RENEWAL_THREADS at a time), each call bounded by the lease it extends, so one slow write (a hot partition,
+a stalled connection) cannot keep the other leases from being renewed before they run out.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
 from hookline.domain.delivery import StreamEntry
@@ -25,6 +28,10 @@ from hookline.ports import Clock, JobStore, MetricsSink, ReadyStream
 
 logger = logging.getLogger(__name__)
 
+# Renewals in flight at once. Healthy, a renewal takes milliseconds and one thread would do; the others are
+# there for the renewals a slow DynamoDB call would otherwise queue behind (each ends by its own timeout).
+RENEWAL_THREADS = 8
+
 
 class Hold:
     """One attempt in flight: its stream entry and, once claimed, the job and the lease it holds."""
@@ -34,6 +41,7 @@ class Hold:
         self.job: Job | None = None
         self.lease_expires_at_ms = 0
         self.lost = False  # a renewal found another attempt holding the job
+        self.renewing = False  # a renewal of this lease is in flight: later beats leave it to end
 
 
 class Heartbeat:
@@ -53,6 +61,7 @@ class Heartbeat:
         self._users = 0
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._renewals: ThreadPoolExecutor | None = None  # made on first use, shut down when running ends
 
     @property
     def renewing(self) -> bool:
@@ -85,10 +94,13 @@ class Heartbeat:
             self._stream.heartbeat(entries)
 
     def renew_leases(self) -> None:
-        """Renews every lease with less than renew_below_ms left (one conditional write each).
+        """Renews every lease with less than renew_below_ms left, in parallel (one conditional write each).
 
-        A renewal that fails is counted (HeartbeatErrors) and tried again at the next beat; it never keeps
-        the others from being renewed.
+        Returns once the renewals started have ended, or after one heartbeat: a renewal still running then
+        goes on in its thread, its hold skipped by later beats until it ends. Each renewal gives up before
+        the lease it extends runs out, leaving the margin (renewal_timeout_ms). A renewal that fails is
+        counted (HeartbeatErrors) and tried again at the next beat; it never keeps the others from being
+        renewed.
         """
         now_ms = self._clock.now_ms()
         with self._lock:
@@ -97,30 +109,62 @@ class Heartbeat:
                 for hold in self._holds.values()
                 if hold.job is not None
                 and not hold.lost
+                and not hold.renewing
                 and hold.lease_expires_at_ms - now_ms < self._timing.renew_below_ms
             ]
+            for hold in due:
+                hold.renewing = True
+            if due and self._renewals is None:
+                self._renewals = ThreadPoolExecutor(RENEWAL_THREADS, thread_name_prefix="renew-lease")
+            pool = self._renewals
+        if not due:
+            return
+        assert pool is not None
+        started: list[Future[None]] = []
         for hold in due:
-            assert hold.job is not None
-            lease_ms = self._clock.now_ms() + self._timing.lease_ms
             try:
-                self._store.renew_lease(hold.job, lease_ms)
-            except StaleState:
-                # Another attempt took the job over (this one was stalled past its lease): it owns the
-                # outcome now, and this attempt's finish will be refused.
+                started.append(pool.submit(self._renew, hold))
+            except RuntimeError:  # the pool was shut down meanwhile: running ended, nothing to renew for
                 with self._lock:
-                    hold.lost = True
-                self._metrics.count("LeaseLost")
-                continue
-            except Exception:
-                # This write failed (a throttled partition, a timeout): the lease holds until it expires and
-                # the next beat tries again. The other holds due are still renewed, or one failing item
-                # (always first in line) would let every other lease run out and be taken over.
-                logger.warning("lease renewal failed", exc_info=True, extra={"job_id": hold.job.job_id})
-                self._metrics.count("HeartbeatErrors")
-                continue
+                    hold.renewing = False
+        wait(started, timeout=self._timing.heartbeat_ms / 1000)
+
+    def renewal_timeout_ms(self, lease_left_ms: int) -> int:
+        """Returns how long a renewal of a lease with lease_left_ms left may take, retries included.
+
+        It ends before the lease does, leaving the margin, so a stalled call gives up (and the next beat
+        tries again on a fresh connection) while the lease still holds; never less than one heartbeat, so
+        a lease nearly out still gets a real try.
+        """
+        return max(lease_left_ms - self._timing.margin_ms, self._timing.heartbeat_ms)
+
+    def _renew(self, hold: Hold) -> None:
+        """Renews one hold's lease (in a renewal thread); records the outcome on the hold and in metrics."""
+        assert hold.job is not None
+        now_ms = self._clock.now_ms()
+        lease_ms = now_ms + self._timing.lease_ms
+        timeout_ms = self.renewal_timeout_ms(hold.lease_expires_at_ms - now_ms)
+        try:
+            self._store.renew_lease(hold.job, lease_ms, timeout_ms=timeout_ms)
+        except StaleState:
+            # Another attempt took the job over (this one was stalled past its lease): it owns the outcome
+            # now, and this attempt's finish will be refused.
             with self._lock:
-                hold.lease_expires_at_ms = max(hold.lease_expires_at_ms, lease_ms)
-            self._metrics.count("LeaseRenewed")
+                hold.lost, hold.renewing = True, False
+            self._metrics.count("LeaseLost")
+            return
+        except Exception:
+            # This write failed (a throttled partition, a timeout): the lease holds until it expires and the
+            # next beat tries again.
+            logger.warning("lease renewal failed", exc_info=True, extra={"job_id": hold.job.job_id})
+            self._metrics.count("HeartbeatErrors")
+            with self._lock:
+                hold.renewing = False
+            return
+        with self._lock:
+            hold.lease_expires_at_ms = max(hold.lease_expires_at_ms, lease_ms)
+            hold.renewing = False
+        self._metrics.count("LeaseRenewed")
 
     @contextmanager
     def running(self) -> Iterator[None]:
@@ -147,6 +191,11 @@ class Heartbeat:
                     self._stop.set()
                     for thread in self._threads:
                         thread.join(timeout=30)
+                    with self._lock:
+                        renewals, self._renewals = self._renewals, None
+                    if renewals is not None:
+                        # Renewals still in flight end by their own timeouts; nothing waits for them.
+                        renewals.shutdown(wait=False)
 
     def _loop(self, step: Callable[[], None]) -> None:
         while not self._stop.wait(self._timing.heartbeat_ms / 1000):

@@ -79,7 +79,7 @@ def from_attribute_values(item: Item) -> dict[str, Any]:
 
 # Every claim and finish serialises and deserialises a job's values; boto3's TypeSerializer and
 # TypeDeserializer (checks through abstract base classes, a Decimal per number) were about a sixth of a
-# hot-path call's CPU with the lean client. The types the items hold are done here directly, with the same
+# hot-path call's CPU with the JSON client. The types the items hold are done here directly, with the same
 # result (tests/unit/test_codec_fast_path.py compares them); anything else still goes through boto3's.
 _MAX_EXACT_INT = 10**38  # DynamoDB numbers keep 38 digits; a longer int is boto3's to refuse
 

@@ -8,6 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hookline.adapters.dynamo import codec, paging, tables
+from hookline.adapters.dynamo.json_client import DynamoJsonClient
 from hookline.adapters.dynamo.transactions import CONDITION_FAILED, Transactions
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
@@ -38,7 +39,7 @@ REPLAYABLE = "#status = :dead"
 
 # Every conditional write that changes a job (create, claim, finish, cancel, replay) stamps it with a token
 # made for that call, and an idempotency marker carries its create's. The clients send a write again when
-# its reply was lost (botocore's retries, the lean client's), and the repeat of a write that was applied
+# its reply was lost (botocore's retries, the JSON client's), and the repeat of a write that was applied
 # fails its own condition: a refused write that finds its own token was applied by that first try, and
 # reports that success, never someone else's hold, a conflict or a missing job. Each kind of write has its
 # own attribute, so that another kind of write cannot overwrite the token before the repeat arrives (a job
@@ -145,6 +146,9 @@ class DynamoJobStore:
         keyspace: tables.Keyspace | None = None,
     ) -> None:
         self._client = client
+        # Only the JSON client takes a whole call's budget (timeout_s); a boto3 client's calls are bounded by
+        # its own connect and read timeouts and attempts.
+        self._takes_timeout = isinstance(client, DynamoJsonClient)
         self._keyspace = keyspace or tables.Keyspace()
         self._jobs = jobs_table
         self._executions = executions_table
@@ -311,14 +315,20 @@ class DynamoJobStore:
             return Claim(job, before.attempt, before.updated_ms)
         return Claim(job)
 
-    def renew_lease(self, job: Job, lease_expires_at_ms: int) -> None:
+    def renew_lease(self, job: Job, lease_expires_at_ms: int, timeout_ms: int | None = None) -> None:
         """Extends the lease of the attempt that holds job; StaleState when that attempt lost it.
 
-        Leaves updated_ms alone: it says when the attempt was claimed, which a take-over records.
+        Leaves updated_ms alone: it says when the attempt was claimed, which a take-over records. timeout_ms
+        bounds the call, retries included (the JSON client's timeout_s); over a boto3 client, which cannot
+        take it, the client's own timeouts and attempts bound the call.
         """
         update = "SET #lease = :lease, #live_sk = :lease"
+        bound: dict[str, float] = (
+            {"timeout_s": timeout_ms / 1000} if timeout_ms is not None and self._takes_timeout else {}
+        )
         try:
             self._client.update_item(
+                **bound,
                 TableName=self._jobs,
                 Key=self._key(job.tenant, job.job_id),
                 UpdateExpression=update,
