@@ -127,7 +127,7 @@ def run_system(system: System, shared: redis.Redis, receiver_url: str) -> scenar
     client = shared if system.redis_url is None else redis.Redis.from_url(system.redis_url)
     r = receiver_url
     # A system may run fewer jobs in the bulk scenarios (the local stack: see its job_scale); the lag
-    # scenarios keep their counts, which define them (1,000 and 100 jobs due in one second).
+    # scenarios keep their counts, which define them (5,000, 1,000 and 100 jobs due in one second).
     factor = getattr(system, "job_scale", 1.0)
     if factor != 1.0:
         figures.notes.append(f"dispatch, drain, latency and memory run {factor:g} x the jobs of the others")
@@ -141,6 +141,7 @@ def run_system(system: System, shared: redis.Redis, receiver_url: str) -> scenar
         )
     ]
     steps += [
+        ("lag 5000/1s", lambda: scenarios.lag(system, client, r, scale(5_000), "lag5000", figures)),
         ("lag 1000/1s", lambda: scenarios.lag(system, client, r, scale(1_000), "lag1000", figures)),
         ("lag 100/1s", lambda: scenarios.lag(system, client, r, scale(100), "lag100", figures)),
         ("latency", lambda: scenarios.latency(system, r, singles, batches, figures)),

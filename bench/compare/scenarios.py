@@ -7,7 +7,8 @@ dispatch   N immediate jobs with workers running, submitted one call per job fro
 batch      dispatch again, each system submitting with its batch enqueue (figures named batch_...)
 drain      N jobs queued with workers stopped, then workers started: first to last arrival (a system that
            cannot pause gets its N jobs due at one instant instead)
-lag        jobs due evenly over 1 s (1,000 and 100): arrival - due, p50/p95/p99/max; early and duplicates
+lag        jobs due evenly over 1 s (5,000, 1,000 and 100): arrival - due, p50/p95/p99/max; early and
+           duplicates
 memory     M jobs scheduled one hour ahead with workers stopped: Redis bytes per job
 latency    (systems with an HTTP API) submit requests one at a time: single and batch p50/p99
 """

@@ -114,9 +114,10 @@ def test_given_a_tiny_queue_when_every_scenario_runs_then_the_report_holds_its_f
     assert values["client_cpu_ms_per_job"] > 0 and values["receiver_cpu_ms_per_job"] > 0
     assert values["total_cpu_ms_per_job"] >= values["client_cpu_ms_per_job"]
     assert values["redis_commands_per_job"] > 0 and values["redis_bytes_per_scheduled_job"] > 0
-    assert [values[f"{s}_lost"] for s in ("dispatch", "drain", "lag1000", "lag100")] == [0, 0, 0, 0]
-    assert [values[f"{s}_duplicates"] for s in ("dispatch", "drain", "lag1000", "lag100")] == [0, 0, 0, 0]
-    assert len(figures.lags_ms["lag1000"]) == len(figures.lags_ms["lag100"]) == 10
+    scenarios_run = ("dispatch", "batch_dispatch", "drain", "lag5000", "lag1000", "lag100")
+    assert [values[f"{s}_lost"] for s in scenarios_run] == [0] * 6
+    assert [values[f"{s}_duplicates"] for s in scenarios_run] == [0] * 6
+    assert [len(figures.lags_ms[label]) for label in ("lag5000", "lag1000", "lag100")] == [10, 10, 10]
     document = json.loads((tmp_path / "compare.json").read_text())
     assert document["results"][0]["values"]["dispatch_per_s"] == values["dispatch_per_s"]
     assert (tmp_path / "fire_lag.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
