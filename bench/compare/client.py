@@ -3,7 +3,7 @@
     python -m bench.compare.client <sender module>
 
 The same client for every system, so the submit figures compare like with like. The sender module
-(a peer's module, or hookline_client) provides open_sender(index) -> a Sender for thread index, with
+(a peer's module, or hookline_sender) provides open_sender(index) -> a Sender for thread index, with
 one(job_id, due_s) (one call per job: the headline scenarios) and many(jobs) (the system's batch enqueue:
 the batch scenario, BATCH jobs a call). Jobs are dealt out to the threads in turn (one call per job) or
 in batches of BATCH (batch).

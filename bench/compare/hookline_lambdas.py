@@ -8,7 +8,7 @@ Processes, each measured on its own:
   client thread as Lambda gives each concurrent request a sandbox; their CPU is the "API CPU";
 - the promoter and EXECUTORS executors (PromoteFunction, ExecuteFunction), each invoked back to back;
   their CPU is the "worker CPU";
-- the bench's client (client.py with hookline_client.py): one POST /v1/jobs per job, or POST
+- the bench's client (client.py with hookline_sender.py): one POST /v1/jobs per job, or POST
   /v1/jobs/batch of BATCH in the batch scenario.
 
 The reaper (one pass a minute in AWS) does not run: nothing is abandoned in a run. Lambda invocations per
@@ -72,7 +72,7 @@ class HooklineLambdas:
         ports = [self._ready(process, name) for process, name in self._api]
         self._client = ClientProcess(
             sys.executable,
-            "bench.compare.hookline_client",
+            "bench.compare.hookline_sender",
             {**self._env, "BENCH_API_PORTS": ",".join(ports), "BENCH_API_KEY": api_key},
             self._log,
         )
