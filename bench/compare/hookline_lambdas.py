@@ -69,7 +69,12 @@ class HooklineLambdas:
             "PYTHONPATH": os.getcwd(),
         }
         self._api = [self._spawn("SubmitFunction", f"api-{i}") for i in range(CLIENT_THREADS)]
-        ports = [self._ready(process, name) for process, name in self._api]
+        try:
+            ports = [self._ready(process, name) for process, name in self._api]
+        except Exception:
+            _terminate([process for process, _ in self._api])
+            self._store.kill()
+            raise
         self._client = ClientProcess(
             sys.executable,
             "bench.compare.hookline_sender",
@@ -114,8 +119,12 @@ class HooklineLambdas:
         """Starts the promoter and the executors; returns their pids once every one is wired."""
         self._workers = [self._spawn("PromoteFunction", "promote")]
         self._workers += [self._spawn("ExecuteFunction", f"execute-{i}") for i in range(EXECUTORS)]
-        for process, ready in self._workers:
-            self._ready(process, ready)
+        try:
+            for process, ready in self._workers:
+                self._ready(process, ready)
+        except Exception:
+            self.stop()
+            raise
         return [process.pid for process, _ in self._workers]
 
     def stop(self) -> None:

@@ -24,6 +24,8 @@ import faulthandler
 import os
 import signal
 import sys
+import threading
+import time
 from multiprocessing.connection import Listener
 from pathlib import Path
 from typing import Any
@@ -72,8 +74,22 @@ def serve_api(function: LambdaFunction, port_file: Path) -> None:
                     connection.send((int(reply["statusCode"]), reply.get("body") or ""))
 
 
+def _end_with_parent() -> None:
+    """Ends this process once the bench that started it is gone (it runs in a session of its own, so a
+    bench killed mid-run would otherwise leave it running)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main(function_id: str, port_file: str) -> None:
-    """Loads the function, then invokes it until SIGTERM."""
+    """Loads the function, then invokes it until SIGTERM (or until the bench is gone)."""
+    _end_with_parent()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack
     function = load(function_id)
