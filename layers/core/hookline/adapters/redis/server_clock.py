@@ -97,7 +97,7 @@ class RedisTimeClock:
         try:
             seconds, micros = self._client.time()
         except (redis.RedisError, RedisClusterException, OSError) as error:
-            # A cluster client that cannot reach any node raises RedisClusterUnreachableError, not a RedisError.
+            # A cluster client that reaches no node raises RedisClusterUnreachableError, not a RedisError.
             self._next_check_ms = self._local.now_ms() + self._retry_ms
             logger.warning("could not read Redis's time; the clock keeps its last offset: %s", error)
             return
