@@ -98,6 +98,7 @@ class Ceiling:
     name = "ceiling"
     redis_url: str | None = None
     pausable = True
+    batch_submit = False
 
     def __init__(self, receiver_url: str) -> None:
         self._child = ChildProcess(RawPoster, receiver_url)
@@ -115,9 +116,10 @@ class Ceiling:
         """Stops posting."""
         self._child.call("stop")
 
-    def submit(self, jobs: list[tuple[str, float | None]]) -> None:
+    def submit(self, jobs: list[tuple[str, float | None]], batch: bool = False) -> float | None:
         """Queues jobs in the child."""
         self._child.call("submit", jobs)
+        return None
 
     def counters(self) -> dict[str, float]:
         """Nothing to count."""

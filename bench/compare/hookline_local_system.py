@@ -54,6 +54,7 @@ class HooklineLocal:
 
     name = "hookline-local"
     pausable = False
+    batch_submit = False
     job_scale = 0.2
 
     def __init__(self, receiver_url: str) -> None:
@@ -158,7 +159,7 @@ class HooklineLocal:
     def stop(self) -> None:
         """Cannot hold jobs back (see the module docstring)."""
 
-    def submit(self, jobs: list[tuple[str, float | None]]) -> None:
+    def submit(self, jobs: list[tuple[str, float | None]], batch: bool = False) -> float | None:
         """Submits in batches of BULK_BATCH, SUBMITTERS requests at a time."""
         batches = [jobs[i : i + BULK_BATCH] for i in range(0, len(jobs), BULK_BATCH)]
         list(self._pool.map(self._post_batch, batches))

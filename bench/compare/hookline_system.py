@@ -98,6 +98,7 @@ class HooklineMoto:
     name = "hookline-moto"
     redis_url: str | None = None
     pausable = True
+    batch_submit = False
 
     def __init__(
         self,
@@ -162,7 +163,7 @@ class HooklineMoto:
                 process.wait()
         self._processes = []
 
-    def submit(self, jobs: list[tuple[str, float | None]]) -> None:
+    def submit(self, jobs: list[tuple[str, float | None]], batch: bool = False) -> float | None:
         """Submits through the use case, as the API does after validation (see submit_in_batches)."""
         submit_in_batches(self._container.submitter, self._url, jobs)
         self._submitted += len(jobs)

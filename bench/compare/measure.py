@@ -159,6 +159,11 @@ def wait_for(  # type: ignore[no-untyped-def]
     return arrivals(receiver_url)
 
 
+def receiver_cpu_s(receiver_url: str) -> float:
+    """Returns the CPU seconds the receiver's process has used."""
+    return float(_receiver.get(receiver_url + "/cpu").text)
+
+
 def reset(receiver_url: str) -> None:
     """Forgets the receiver's arrivals."""
     _receiver.post(receiver_url + "/reset")

@@ -6,6 +6,7 @@ GET /count   returns how many distinct jobs arrived since the last reset, with ?
              (ids "R-<n>"); cheap enough to poll: the bench polls it ten times a second, on the same cores
              as the systems it measures
 POST /reset  forgets every arrival
+GET /cpu     returns the CPU seconds the receiver's process has used (its clock, to the nanosecond)
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def serve(port: int, ready: Connection) -> None:
         run = request.query.get("run")
         return web.Response(text=str(len(distinct if run is None else by_run.get(run, ()))))
 
+    async def cpu(_: web.Request) -> web.Response:
+        return web.Response(text=repr(time.process_time()))
+
     async def reset(_: web.Request) -> web.Response:
         arrivals.clear()
         distinct.clear()
@@ -54,6 +58,7 @@ def serve(port: int, ready: Connection) -> None:
                 web.post("/hook", hook),
                 web.get("/arrivals", listing),
                 web.get("/count", count),
+                web.get("/cpu", cpu),
                 web.post("/reset", reset),
             ]
         )

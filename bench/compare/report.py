@@ -15,10 +15,17 @@ PEERS = ("celery", "rq", "arq", "dramatiq")
 Cell = Callable[[Figures], str]
 
 
-def _number(key: str, fmt: str) -> Cell:
+def _number(key: str, fmt: str, ranged: bool = False) -> Cell:
+    """A figure; with ranged, a median over rounds is followed by its range: "median (lowest-highest)"."""
+
     def cell(r: Figures) -> str:
         value = r.values.get(key)
-        return "-" if value is None or math.isnan(value) else fmt.format(value)
+        if value is None or math.isnan(value):
+            return "-"
+        low_high = r.ranges.get(key) if ranged else None
+        if low_high is None:
+            return fmt.format(value)
+        return f"{fmt.format(value)} ({fmt.format(low_high[0])}-{fmt.format(low_high[1])})"
 
     return cell
 
@@ -39,6 +46,7 @@ def _summed(suffix: str, prefixes: tuple[str, ...]) -> Cell:
 
 
 def _ratio(key: str, results: list[Figures]) -> Cell:
+    """A figure over the best peer's (medians over rounds)."""
     best = max((r.values.get(key, 0.0) for r in results if r.system in PEERS), default=0.0)
 
     def cell(r: Figures) -> str:
@@ -48,33 +56,66 @@ def _ratio(key: str, results: list[Figures]) -> Cell:
     return cell
 
 
-SCENARIOS = ("dispatch", "drain", "lag1000", "lag100")
+SCENARIOS = ("dispatch", "batch_dispatch", "drain", "lag5000", "lag1000", "lag100")
 
 
 def speed_columns(results: list[Figures]) -> list[tuple[str, Cell]]:
     """Columns of the first table: throughput against the best peer, fire lag, early/duplicate/lost."""
     return [
-        ("dispatch/s", _number("dispatch_per_s", "{:.0f}")),
+        ("dispatch/s", _number("dispatch_per_s", "{:.0f}", ranged=True)),
         ("vs best peer", _ratio("dispatch_per_s", results)),
-        ("drain/s", _number("drain_per_s", "{:.0f}")),
+        ("drain/s", _number("drain_per_s", "{:.0f}", ranged=True)),
         ("vs best peer", _ratio("drain_per_s", results)),
         ("submit/s", _number("submit_per_s", "{:.0f}")),
+        ("lag 5000/s p50 / p99 ms", _pair("lag5000_p50_ms", "lag5000_p99_ms")),
+        ("lag 5000/s p99 range", _range("lag5000_p99_ms")),
         ("lag 1000/s p50 / p99 ms", _pair("lag1000_p50_ms", "lag1000_p99_ms")),
+        ("lag 1000/s p99 range", _range("lag1000_p99_ms")),
         ("lag 100/s p50 / p99 ms", _pair("lag100_p50_ms", "lag100_p99_ms")),
-        ("early", _summed("early", ("lag1000", "lag100"))),
+        ("early", _summed("early", ("lag5000", "lag1000", "lag100"))),
         ("duplicates", _summed("duplicates", SCENARIOS)),
         ("lost", _summed("lost", SCENARIOS)),
     ]
 
 
+def _range(key: str) -> Cell:
+    def cell(r: Figures) -> str:
+        low_high = r.ranges.get(key)
+        return "-" if low_high is None else f"{low_high[0]:.0f}-{low_high[1]:.0f}"
+
+    return cell
+
+
+def batch_columns(results: list[Figures]) -> list[tuple[str, Cell]]:
+    """Columns of the batch table: dispatch with each system's batch enqueue, and its submit CPU."""
+    return [
+        ("dispatch/s", _number("batch_dispatch_per_s", "{:.0f}", ranged=True)),
+        ("vs best peer", _ratio("batch_dispatch_per_s", results)),
+        ("submit/s", _number("batch_submit_per_s", "{:.0f}")),
+        ("client CPU ms", _number("batch_client_cpu_ms_per_job", "{:.3f}")),
+        ("API CPU ms", _number("batch_api_cpu_ms_per_job", "{:.3f}")),
+        ("all CPU ms", _number("batch_total_cpu_ms_per_job", "{:.2f}")),
+        ("lost", _number("batch_dispatch_lost", "{:.0f}")),
+    ]
+
+
+def cpu_columns() -> list[tuple[str, Cell]]:
+    """Columns of the CPU table: each process's CPU per job in the dispatch scenario."""
+    return [
+        ("client", _number("client_cpu_ms_per_job", "{:.3f}")),
+        ("API", _number("api_cpu_ms_per_job", "{:.3f}")),
+        ("workers", _number("worker_cpu_ms_per_job", "{:.3f}")),
+        ("store", _number("store_cpu_ms_per_job", "{:.3f}")),
+        ("redis-server", _number("redis_cpu_ms_per_job", "{:.3f}")),
+        ("all of the system", _number("total_cpu_ms_per_job", "{:.2f}")),
+        ("receiver", _number("receiver_cpu_ms_per_job", "{:.3f}")),
+    ]
+
+
 def cost_columns() -> list[tuple[str, Cell]]:
-    """Columns of the second table: what one job costs in CPU, Redis, DynamoDB, Lambda and dollars."""
+    """Columns of the cost table: what one job costs in Redis, DynamoDB, Lambda and dollars."""
     reference = costs.REFERENCE_JOBS_PER_MONTH // 10**6
     return [
-        ("worker CPU ms", _number("worker_cpu_ms_per_job", "{:.2f}")),
-        ("submit CPU ms", _number("submit_cpu_ms_per_job", "{:.2f}")),
-        ("Redis CPU ms", _number("redis_cpu_ms_per_job", "{:.2f}")),
-        ("store CPU ms", _number("store_cpu_ms_per_job", "{:.2f}")),
         ("Redis cmds", _number("redis_commands_per_job", "{:.1f}")),
         ("Redis B/scheduled", _number("redis_bytes_per_scheduled_job", "{:.0f}")),
         ("DynamoDB req", _number("dynamodb_requests_per_job", "{:.2f}")),
@@ -123,8 +164,15 @@ def tables(results: list[Figures], markdown: bool = False) -> str:
     hookline = [r for r in results if "dynamodb_requests_per_job" in r.values or "usd_marginal" in r.values]
     costed = hookline + [r for r in results if r not in hookline and r.system != "ceiling"]
     latency = [r for r in results if "submit_single_p50_ms" in r.values]
+    batched = [r for r in results if "batch_dispatch_per_s" in r.values]
     parts = [
-        ("Throughput and fire lag", results, speed_columns(results)),
+        (
+            "Throughput and fire lag (one submit call per job, the same client for every system)",
+            results,
+            speed_columns(results),
+        ),
+        ("Batch submit (each system's batch enqueue, the same client)", batched, batch_columns(batched)),
+        ("CPU ms per job by process (dispatch)", costed, cpu_columns()),
         ("Cost per job", costed, cost_columns()),
         ("Submit latency through the local gateway, one request at a time", latency, latency_columns()),
     ]
@@ -182,6 +230,7 @@ def write(results: list[Figures], out: Path, elapsed_s: float) -> str:
                 "system": r.system,
                 "values": {name: _json_number(value) for name, value in r.values.items()},
                 "notes": r.notes,
+                "ranges": {name: list(low_high) for name, low_high in r.ranges.items()},
                 "lags_ms": {label: [round(v, 1) for v in lags] for label, lags in r.lags_ms.items()},
             }
             for r in results
@@ -212,8 +261,8 @@ def plot(results: list[Figures], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = ("lag1000", "lag100")
-    fig, axes = plt.subplots(1, len(labels), figsize=(12, 4.5))
+    labels = ("lag5000", "lag1000", "lag100")
+    fig, axes = plt.subplots(1, len(labels), figsize=(18, 4.5))
     for axis, label in zip(axes, labels, strict=True):
         for r in results:
             lags = sorted(r.lags_ms.get(label, []))
@@ -222,7 +271,8 @@ def plot(results: list[Figures], path: Path) -> None:
         axis.set_xscale("symlog", linthresh=1)
         axis.set_xlabel("arrival - due (ms)")
         axis.set_ylabel("fraction of jobs")
-        axis.set_title({"lag1000": "1,000 jobs due over 1 s", "lag100": "100 jobs due over 1 s"}[label])
+        titles = {"lag5000": "5,000 jobs", "lag1000": "1,000 jobs", "lag100": "100 jobs"}
+        axis.set_title(f"{titles[label]} due over 1 s")
         axis.grid(True, alpha=0.3)
         axis.legend(fontsize=8)
     fig.tight_layout()

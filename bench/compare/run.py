@@ -2,17 +2,23 @@
 
 Usage (what `make bench` runs, in .venv-bench where the peers are installed at pinned versions):
 
-    .venv-bench/bin/python -m bench.compare.run [--systems ceiling,hookline-memory,...] [--out bench/results]
+    .venv-bench/bin/python -m bench.compare.run [--systems ceiling,hookline,...] [--out bench/results]
                                                 [--rounds 3]
 
-Systems: ceiling (raw aiohttp, the machine's limit), hookline-memory (the engine over metered in-memory
-stores), hookline-moto (the engine over the local stack's moto server), hookline-local (the whole local
-stack through its HTTP API), celery, rq, arq, dramatiq. BENCH_SCALE (default 1.0) multiplies every job
-count; 0.2 gives a quick run. Prints the tables and writes compare.json, compare.md and fire_lag.png.
+Systems (by default all but the last two): ceiling (raw aiohttp, the machine's limit), hookline (the
+headline: the Lambda handler modules as processes, the store in a process of its own), celery, rq, arq,
+dramatiq, hookline-engine-alone (the use cases over in-process stores, jobs submitted inside the workers:
+the engine's own cost, not comparable), hookline-moto (the use cases over the local stack's moto server),
+hookline-local (the whole local stack through its HTTP API, a fifth of the jobs). Every system but the
+last three and the ceiling is submitted by the same client (client.py): one call per job from
+CLIENT_THREADS threads in the headline scenarios, each system's batch enqueue in the batch scenario.
+BENCH_SCALE (default 1.0) multiplies every job count; 0.2 gives a quick run. Prints the tables and
+writes compare.json, compare.md and fire_lag.png.
 
 --rounds R runs every system R times, one round after another, each round in a different order (rotated),
-and reports each figure's median over the rounds: on a host whose speed drifts, a disturbance then hits
-each system in one round at most, instead of whichever system ran while it lasted.
+and reports each figure's median over the rounds, with the range of the main ones: on a host whose speed
+drifts, a disturbance then hits each system in one round at most, instead of whichever system ran while it
+lasted.
 """
 
 from __future__ import annotations
@@ -35,8 +41,8 @@ from hookline_local.services import start_moto
 from tests.support.redis_server import free_port, running_redis
 
 PEERS = report.PEERS
-HOOKLINE = ("hookline-memory", "hookline-moto", "hookline-local")
-SYSTEMS = ("ceiling", *HOOKLINE, *PEERS)
+SYSTEMS = ("ceiling", "hookline", *PEERS, "hookline-engine-alone")
+OTHERS = ("hookline-moto", "hookline-local")  # run when named: not submitted like the others
 LATENCY_SINGLES, LATENCY_BATCHES = 200, 20
 
 
@@ -73,7 +79,11 @@ class Context:
             from bench.compare.ceiling import Ceiling
 
             return Ceiling(self.receiver_url)
-        if name == "hookline-memory":
+        if name == "hookline":
+            from bench.compare.hookline_lambdas import HooklineLambdas
+
+            return HooklineLambdas(self.redis_url, self.receiver_url, str(self.logs))
+        if name == "hookline-engine-alone":
             from bench.compare.hookline_memory import HooklineMemory
 
             return HooklineMemory(self.redis_url, self.receiver_url)
@@ -94,7 +104,7 @@ class Context:
         }
         os.environ.update({"BENCH_REDIS_URL": self.redis_url, "BENCH_RECEIVER": self.receiver_url})
         module = importlib.import_module(f"bench.compare.peers.{name}_peer")
-        return CommandWorkers(module.Peer(self.redis_url), env, str(self.logs))
+        return CommandWorkers(module.Peer(self.redis_url), module, env, str(self.logs))
 
 
 def _with_bar(fn, system, client, receiver_url, count, figures, label):  # type: ignore[no-untyped-def]
@@ -117,7 +127,7 @@ def run_system(system: System, shared: redis.Redis, receiver_url: str) -> scenar
     client = shared if system.redis_url is None else redis.Redis.from_url(system.redis_url)
     r = receiver_url
     # A system may run fewer jobs in the bulk scenarios (the local stack: see its job_scale); the lag
-    # scenarios keep their counts, which define them (1,000 and 100 jobs due in one second).
+    # scenarios keep their counts, which define them (5,000, 1,000 and 100 jobs due in one second).
     factor = getattr(system, "job_scale", 1.0)
     if factor != 1.0:
         figures.notes.append(f"dispatch, drain, latency and memory run {factor:g} x the jobs of the others")
@@ -126,10 +136,12 @@ def run_system(system: System, shared: redis.Redis, receiver_url: str) -> scenar
         (label, _with_bar(fn, system, client, r, count, figures, f"{system.name} {label}"))
         for label, count, fn in (
             ("dispatch", scale(5_000, factor), scenarios.dispatch),
+            ("batch dispatch", scale(5_000, factor), scenarios.dispatch_batch),
             ("drain", scale(5_000, factor), scenarios.drain),
         )
     ]
     steps += [
+        ("lag 5000/1s", lambda: scenarios.lag(system, client, r, scale(5_000), "lag5000", figures)),
         ("lag 1000/1s", lambda: scenarios.lag(system, client, r, scale(1_000), "lag1000", figures)),
         ("lag 100/1s", lambda: scenarios.lag(system, client, r, scale(100), "lag100", figures)),
         ("latency", lambda: scenarios.latency(system, r, singles, batches, figures)),

@@ -1,11 +1,14 @@
 """The scenarios every system runs, each adding the figures it measured to the system's Figures.
 
-dispatch   N immediate jobs with workers running: submit to last arrival (delivered/s), the submit rate,
-           Redis commands (in all and by name) and CPU (workers, submitter, Redis, the store emulator) per
-           job, and for Hookline DynamoDB requests and capacity units and Lambda invocations per job
+dispatch   N immediate jobs with workers running, submitted one call per job from the bench's client:
+           submit to last arrival (delivered/s), the submit rate, Redis commands (in all and by name), CPU
+           per job of every process (client, API, workers, store, redis-server, receiver), and for
+           Hookline DynamoDB requests and capacity units and Lambda invocations per job
+batch      dispatch again, each system submitting with its batch enqueue (figures named batch_...)
 drain      N jobs queued with workers stopped, then workers started: first to last arrival (a system that
            cannot pause gets its N jobs due at one instant instead)
-lag        jobs due evenly over 1 s (1,000 and 100): arrival - due, p50/p95/p99/max; early and duplicates
+lag        jobs due evenly over 1 s (5,000, 1,000 and 100): arrival - due, p50/p95/p99/max; early and
+           duplicates
 memory     M jobs scheduled one hour ahead with workers stopped: Redis bytes per job
 latency    (systems with an HTTP API) submit requests one at a time: single and batch p50/p99
 """
@@ -13,7 +16,6 @@ latency    (systems with an HTTP API) submit requests one at a time: single and 
 from __future__ import annotations
 
 import math
-import resource
 import statistics
 import time
 import uuid
@@ -34,6 +36,7 @@ SETTLE_S = 0.5  # DynamoDB counters that have not moved for this long are final
 MIN_LEAD_S = 3.0  # jobs due later are scheduled at least this far ahead of their submission
 WARM_UP_JOBS = 20  # delivered before anything is timed, so every worker is up
 REDIS_COMMAND_PREFIX = "redis_per_job_"  # + a command's name: dispatch's calls of it per job
+BATCH_PREFIX = "batch_"  # + a dispatch figure's name: the same figure with batch submits
 
 
 @dataclass
@@ -44,19 +47,22 @@ class Figures:
     values: dict[str, float] = field(default_factory=dict)
     lags_ms: dict[str, list[float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> lowest, highest round
 
 
 def median_of_rounds(rounds: list[Figures]) -> Figures:
     """Merges one system's figures from several rounds: each value the median over the rounds that have
-    it, but early, duplicate and lost jobs summed (one in any round must show); the fire lags of every
-    round together (the plot); notes once each, and one with the rounds' dispatch and drain rates so the
-    spread stays visible."""
+    it, with its range (the lowest and highest round), but early, duplicate and lost jobs summed (one in
+    any round must show); the fire lags of every round together (the plot); notes once each, and one with
+    the rounds' dispatch and drain rates so the spread stays visible."""
     merged = Figures(rounds[0].system)
     names = list(dict.fromkeys(name for figures in rounds for name in figures.values))
     for name in names:
         found = [f.values[name] for f in rounds if name in f.values]
         summed = name.endswith(("_early", "_duplicates", "_lost"))
         merged.values[name] = sum(found) if summed else statistics.median(found)
+        if not summed and len(found) > 1:
+            merged.ranges[name] = (min(found), max(found))
     for figures in rounds:
         for label, lags in figures.lags_ms.items():
             merged.lags_ms.setdefault(label, []).extend(lags)
@@ -113,9 +119,8 @@ def _wait_s(count: int) -> float:
 
 
 def _submitter_cpu_s() -> float:
-    """Returns this process's CPU plus that of its finished children (arq enqueues from a child)."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
+    """Returns this process's CPU (a system that takes jobs in the bench's process, not from the client)."""
+    return time.process_time()
 
 
 def flush(system: System, client: redis.Redis) -> None:
@@ -157,6 +162,14 @@ def _settled_counters(system: System) -> dict[str, float]:
     return current
 
 
+def _worker_cpu_s(system: System, pids: list[int], skip: set[int]) -> float:
+    """Returns the CPU the system's workers used so far: the system's own reading when it reports one
+    (a process's clock, read to the nanosecond), else the process trees' from /proc (to the clock tick,
+    10 ms here)."""
+    own = system.counters().get("worker_cpu_s")
+    return own if own is not None else measure.tree_cpu_s(pids, skip)
+
+
 def store_figures(before: dict[str, float], after: dict[str, float], count: int, out: Figures) -> None:
     """Adds per-job DynamoDB, Lambda and store-CPU figures from two counter readings around count jobs.
 
@@ -190,43 +203,94 @@ def store_figures(before: dict[str, float], after: dict[str, float], count: int,
         out.values["store_cpu_ms_per_job"] = 1000 * diff["store_cpu_s"] / count
 
 
+def _submit(system: System, jobs: list[tuple[str, float | None]], batch: bool = False) -> float:
+    """Submits; returns the client's CPU seconds (this process's, when the system takes the jobs here)."""
+    cpu0 = _submitter_cpu_s()
+    client_cpu = system.submit(jobs, batch) if batch else system.submit(jobs)
+    return client_cpu if client_cpu is not None else _submitter_cpu_s() - cpu0
+
+
 def dispatch(
     system: System, client: redis.Redis, receiver: str, count: int, out: Figures, tick: Progress
 ) -> None:
-    """Measures immediate jobs submitted while workers run."""
+    """Measures immediate jobs submitted one call per job while workers run (the headline)."""
+    _dispatch(system, client, receiver, count, out, tick, batch=False)
+
+
+def dispatch_batch(
+    system: System, client: redis.Redis, receiver: str, count: int, out: Figures, tick: Progress
+) -> None:
+    """Measures immediate jobs submitted with the system's batch enqueue while workers run; its figures
+    are named BATCH_PREFIX + the dispatch figure's name."""
+    if system.batch_submit:
+        _dispatch(system, client, receiver, count, out, tick, batch=True)
+
+
+def _dispatch(
+    system: System,
+    client: redis.Redis,
+    receiver: str,
+    count: int,
+    out: Figures,
+    tick: Progress,
+    batch: bool,
+) -> None:
+    """Measures immediate jobs submitted while workers run: the rates, and every process's CPU per job
+    (client, API, workers, store, redis-server, receiver), Redis commands, DynamoDB requests."""
     pids = system.start()
     skip = system.cpu_skip_pids
     try:
         _warm_up(system, receiver)
         client.config_resetstat()
         counters0 = _settled_counters(system)
-        cpu0, redis_cpu0 = measure.tree_cpu_s(pids, skip), measure.redis_server_cpu_s(client)
+        cpu0, redis_cpu0 = _worker_cpu_s(system, pids, skip), measure.redis_server_cpu_s(client)
+        receiver_cpu0 = measure.receiver_cpu_s(receiver)
         jobs = _ids(count)
-        start_ns, submit_cpu0 = time.time_ns(), _submitter_cpu_s()
-        system.submit([(job_id, None) for job_id in jobs])
+        start_ns = time.time_ns()
+        client_cpu = _submit(system, [(job_id, None) for job_id in jobs], batch)
         submit_s = (time.time_ns() - start_ns) / 1e9
-        submit_cpu = _submitter_cpu_s() - submit_cpu0
+        label = BATCH_PREFIX + "dispatch" if batch else "dispatch"
         seen = _count(
-            "dispatch", jobs, measure.wait_for(receiver, count, _wait_s(count), tick, run=_run(jobs)), out
+            label, jobs, measure.wait_for(receiver, count, _wait_s(count), tick, run=_run(jobs)), out
         )
-        worker_cpu = measure.tree_cpu_s(pids, skip) - cpu0
+        worker_cpu = _worker_cpu_s(system, pids, skip) - cpu0
         redis_cpu = measure.redis_server_cpu_s(client) - redis_cpu0
+        receiver_cpu = measure.receiver_cpu_s(receiver) - receiver_cpu0
         redis_calls = measure.redis_calls_by_name(client)
         counters1 = _settled_counters(system)
         last_ns = max((seen.first_ns(j) for j in jobs if j in seen.times_ns), default=time.time_ns())
         elapsed_s = (last_ns - start_ns) / 1e9
-        # Submitting inside the measured tree (the in-memory engine's child) is the submitter's cost.
-        in_tree = counters1.get("submit_cpu_in_tree_s", 0.0) - counters0.get("submit_cpu_in_tree_s", 0.0)
-        v = out.values
+
+        def diff(name: str) -> float:
+            return max(0.0, counters1.get(name, 0.0) - counters0.get(name, 0.0))
+
+        # Submitting inside the measured tree (the engine-alone cells) is the submitter's cost. Both
+        # readings come from one clock then (worker_cpu_s), so the difference is never below zero; the
+        # clamp keeps a tick-grained reading of a few jobs from showing a negative cost.
+        in_tree = diff("submit_cpu_in_tree_s")
+        cpu_ms = {
+            "client": client_cpu + in_tree,
+            "api": diff("api_cpu_s"),
+            "worker": max(0.0, worker_cpu - in_tree),
+            "store": diff("store_cpu_s"),
+            "redis": redis_cpu,
+        }
+        v: dict[str, float] = {}
         v["dispatch_per_s"] = seen.distinct / elapsed_s if elapsed_s > 0 else 0.0
         v["submit_per_s"] = count / submit_s if submit_s > 0 else 0.0
-        v["redis_commands_per_job"] = sum(redis_calls.values()) / count
+        for name, cpu_s in cpu_ms.items():
+            v[f"{name}_cpu_ms_per_job"] = 1000 * cpu_s / count
+        v["submit_cpu_ms_per_job"] = v["client_cpu_ms_per_job"] + v["api_cpu_ms_per_job"]
+        v["total_cpu_ms_per_job"] = sum(v[f"{name}_cpu_ms_per_job"] for name in cpu_ms)
+        v["receiver_cpu_ms_per_job"] = 1000 * receiver_cpu / count
+        if batch:
+            out.values.update({BATCH_PREFIX + name: value for name, value in v.items()})
+            return
+        out.values.update(v)
+        out.values["redis_commands_per_job"] = sum(redis_calls.values()) / count
         for name, calls in redis_calls.items():
-            v[f"{REDIS_COMMAND_PREFIX}{name}"] = calls / count
-        v["redis_cpu_ms_per_job"] = 1000 * redis_cpu / count
-        v["worker_cpu_ms_per_job"] = 1000 * (worker_cpu - in_tree) / count
-        v["submit_cpu_ms_per_job"] = 1000 * (submit_cpu + in_tree) / count
-        v["worker_rss_mb"] = measure.rss_bytes(pids, skip) / 2**20
+            out.values[f"{REDIS_COMMAND_PREFIX}{name}"] = calls / count
+        out.values["worker_rss_mb"] = measure.rss_bytes(pids, skip) / 2**20
         store_figures(counters0, counters1, count, out)
     finally:
         system.stop()

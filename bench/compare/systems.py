@@ -8,14 +8,18 @@ import signal
 import subprocess
 import sys
 import time
+from types import ModuleType
 from typing import Protocol
+
+from bench.compare.client import ClientProcess
 
 
 class System(Protocol):
     """One job queue as the comparison drives it.
 
-    redis_url names the system's own Redis (the local stack runs one), None the bench's shared one; a
-    system that is not pausable cannot hold queued jobs while stopped (drain then releases them by a
+    redis_url names the system's own Redis (the local stack runs one), None the bench's shared one;
+    batch_submit says whether the system has a batch enqueue (the batch scenario); a system that is not
+    pausable cannot hold queued jobs while stopped (drain then releases them by a
     common due time); cpu_skip_pids are processes in the measured trees whose CPU is reported apart (a
     Redis or DynamoDB emulator inside the local stack); notes end up in the output.
     """
@@ -23,6 +27,7 @@ class System(Protocol):
     name: str
     redis_url: str | None
     pausable: bool
+    batch_submit: bool
     cpu_skip_pids: set[int]
     notes: list[str]
 
@@ -34,8 +39,10 @@ class System(Protocol):
         """Stops the workers (jobs not yet run stay queued)."""
         ...
 
-    def submit(self, jobs: list[tuple[str, float | None]]) -> None:
-        """Enqueues jobs: (id, due wall time in s, or None for now)."""
+    def submit(self, jobs: list[tuple[str, float | None]], batch: bool = False) -> float | None:
+        """Enqueues jobs, (id, due wall time in s, or None for now), from the bench's client (client.py):
+        one call per job, or the system's batch enqueue with batch; returns the client's CPU seconds, or
+        None when the jobs were handed over inside the bench's own process (its CPU is then the client's)."""
         ...
 
     def close(self) -> None:
@@ -55,29 +62,32 @@ class Peer(Protocol):
 
     def worker_commands(self, python: str) -> list[list[str]]: ...
 
-    def submit(self, jobs: list[tuple[str, float | None]]) -> None: ...
-
     def close(self) -> None: ...
 
 
 class CommandWorkers:
-    """Runs a peer's worker commands as child processes (each in its own process group)."""
+    """Runs a peer's worker commands as child processes (each in its own process group), and the bench's
+    client with the peer module's senders, under the peer's interpreter (the module's PYTHON, if any)."""
 
     redis_url: str | None = None
     pausable = True
+    batch_submit = True
 
-    def __init__(self, peer: Peer, env: dict[str, str], log_dir: str) -> None:
+    def __init__(self, peer: Peer, module: ModuleType, env: dict[str, str], log_dir: str) -> None:
         self.name = peer.name
         self.cpu_skip_pids: set[int] = set()
         self.notes: list[str] = []
         self._peer = peer
         self._env = env
-        self._log_dir = log_dir
+        self._log = open(os.path.join(log_dir, f"{self.name}.log"), "ab")  # noqa: SIM115
         self._processes: list[subprocess.Popen[bytes]] = []
+        self._client = ClientProcess(
+            getattr(module, "PYTHON", sys.executable), module.__name__, env, self._log
+        )
 
     def start(self) -> list[int]:
         """Starts every worker command."""
-        log = open(os.path.join(self._log_dir, f"{self.name}.log"), "ab")  # noqa: SIM115
+        log = self._log
         for command in self._peer.worker_commands(sys.executable):
             self._processes.append(
                 subprocess.Popen(command, env=self._env, stdout=log, stderr=log, start_new_session=True)
@@ -98,13 +108,15 @@ class CommandWorkers:
                 process.wait()
         self._processes = []
 
-    def submit(self, jobs: list[tuple[str, float | None]]) -> None:
-        """Enqueues through the peer's client."""
-        self._peer.submit(jobs)
+    def submit(self, jobs: list[tuple[str, float | None]], batch: bool = False) -> float | None:
+        """Enqueues from the bench's client through the peer's senders; returns the client's CPU."""
+        return self._client.submit(jobs, batch)
 
     def close(self) -> None:
-        """Closes the peer's client."""
+        """Closes the client and the peer."""
+        self._client.close()
         self._peer.close()
+        self._log.close()
 
     def counters(self) -> dict[str, float]:
         """The peers have no store to count."""

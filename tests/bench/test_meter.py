@@ -1,6 +1,6 @@
 """The bench's DynamoDB meter counts what the real adapter sends, and prices items by DynamoDB's size rules.
 
-hookline-memory reports DynamoDB requests per job from the meter around the in-memory stores; if the
+The hookline and hookline-engine-alone rows report DynamoDB requests per job from the meter; if the
 adapter changes the requests it sends (a read before a write, a transaction split in two), the meter's
 figures go stale. The first test runs one life of a job through the real adapter on moto, recording the
 operations botocore sends, and the same calls through the metered fake: the two must agree.

@@ -1,20 +1,17 @@
 """arq with `_defer_until` for delayed jobs, run from its own virtualenv (.venv-bench-arq).
 
 arq 0.28 needs redis-py < 6 and Celery's kombu needs >= 6.4, so arq cannot share .venv-bench: its workers
-and its enqueuing both run under ARQ_PYTHON, and submit() hands the jobs to a child process as JSON.
+and the bench's client (client.py) run under PYTHON when they drive arq.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import subprocess
-import sys
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-ARQ_PYTHON = os.environ.get("BENCH_ARQ_PYTHON", os.path.abspath(".venv-bench-arq/bin/python"))
+PYTHON = os.environ.get("BENCH_ARQ_PYTHON", os.path.abspath(".venv-bench-arq/bin/python"))
 
 
 async def post(ctx: dict[str, Any], job_id: str) -> None:
@@ -63,14 +60,41 @@ class WorkerSettings:
         return _settings()
 
 
-async def _enqueue(jobs: list[tuple[str, float | None]]) -> None:
-    from arq import create_pool
+class Sender:
+    """One client thread: its own event loop and pool; enqueue_job per job, or a batch's enqueue_job calls
+    all at once (asyncio.gather: arq has no batch enqueue)."""
 
-    pool = await create_pool(_settings())
-    for job_id, due_s in jobs:
+    def __init__(self) -> None:
+        from arq import create_pool
+
+        self._loop = asyncio.new_event_loop()
+        self._pool = self._loop.run_until_complete(create_pool(_settings()))
+
+    async def _enqueue(self, job_id: str, due_s: float | None) -> None:
         defer = None if due_s is None else datetime.fromtimestamp(due_s, UTC)
-        await pool.enqueue_job("post", job_id, _job_id=job_id, _defer_until=defer)
-    await pool.aclose()
+        await self._pool.enqueue_job("post", job_id, _job_id=job_id, _defer_until=defer)
+
+    def one(self, job_id: str, due_s: float | None) -> None:
+        """Enqueues one job now or at its due time (_defer_until)."""
+        self._loop.run_until_complete(self._enqueue(job_id, due_s))
+
+    def many(self, jobs: list[tuple[str, float | None]]) -> None:
+        """Enqueues the jobs concurrently."""
+
+        async def every() -> None:
+            await asyncio.gather(*(self._enqueue(job_id, due_s) for job_id, due_s in jobs))
+
+        self._loop.run_until_complete(every())
+
+    def close(self) -> None:
+        """Closes the pool and the loop."""
+        self._loop.run_until_complete(self._pool.aclose())
+        self._loop.close()
+
+
+def open_sender(index: int) -> Sender:
+    """Returns a client thread's sender."""
+    return Sender()
 
 
 class Peer:
@@ -83,26 +107,14 @@ class Peer:
 
     def worker_commands(self, python: str) -> list[list[str]]:
         """Returns two worker processes (under arq's own interpreter, whatever `python` is)."""
-        return [[ARQ_PYTHON, "-m", "bench.compare.peers.arq_peer", "worker"] for _ in range(2)]
-
-    def submit(self, jobs: list[tuple[str, float | None]]) -> None:
-        """Enqueues jobs now or at their due time, from a child process under arq's interpreter."""
-        subprocess.run(
-            [ARQ_PYTHON, "-m", "bench.compare.peers.arq_peer", "enqueue"],
-            input=json.dumps(jobs).encode(),
-            check=True,
-            env={**os.environ, "PYTHONPATH": os.getcwd()},
-        )
+        return [[PYTHON, "-m", "bench.compare.peers.arq_peer", "worker"] for _ in range(2)]
 
     def close(self) -> None:
         """Nothing to close."""
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "enqueue":
-        asyncio.run(_enqueue([tuple(job) for job in json.load(sys.stdin)]))  # type: ignore[misc]
-    else:
-        from arq.worker import run_worker
+    from arq.worker import run_worker
 
-        WorkerSettings.redis_settings = _settings()  # type: ignore[attr-defined]
-        run_worker(WorkerSettings)  # type: ignore[arg-type]
+    WorkerSettings.redis_settings = _settings()  # type: ignore[attr-defined]
+    run_worker(WorkerSettings)  # type: ignore[arg-type]

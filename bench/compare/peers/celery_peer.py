@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
-from celery import Celery
+from celery import Celery, group
 
 from bench.compare.post import post as deliver
 
@@ -54,13 +54,30 @@ class Peer:
         ]
         return [[*command, "-n", f"w{i}@bench"] for i in range(2)]
 
-    def submit(self, jobs: list[tuple[str, float | None]]) -> None:
-        """Enqueues jobs now or at their due time."""
-        for job_id, due_s in jobs:
-            if due_s is None:
-                post.apply_async((job_id,))
-            else:
-                post.apply_async((job_id,), eta=datetime.fromtimestamp(due_s, UTC))
-
     def close(self) -> None:
         """Nothing to close."""
+
+
+def _options(due_s: float | None) -> dict[str, datetime]:
+    return {} if due_s is None else {"eta": datetime.fromtimestamp(due_s, UTC)}
+
+
+class Sender:
+    """One client thread: apply_async per job, or a group of signatures (Celery's batch)."""
+
+    def one(self, job_id: str, due_s: float | None) -> None:
+        """Enqueues one job now or at its due time (eta)."""
+        post.apply_async((job_id,), **_options(due_s))
+
+    def many(self, jobs: list[tuple[str, float | None]]) -> None:
+        """Enqueues jobs due now as one group."""
+        assert all(due_s is None for _, due_s in jobs), "the batch scenario's jobs are due now"
+        group(post.s(job_id) for job_id, _ in jobs).apply_async()
+
+    def close(self) -> None:
+        """Nothing to close (the app's producer pool is shared)."""
+
+
+def open_sender(index: int) -> Sender:
+    """Returns a client thread's sender (the app's client is thread-safe)."""
+    return Sender()

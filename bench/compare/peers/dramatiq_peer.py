@@ -46,13 +46,29 @@ class Peer:
             ]
         ]
 
-    def submit(self, jobs: list[tuple[str, float | None]]) -> None:
-        """Enqueues jobs now or with the delay until their due time."""
-        for job_id, due_s in jobs:
-            if due_s is None:
-                post.send(job_id)
-            else:
-                post.send_with_options(args=(job_id,), delay=max(0, int((due_s - time.time()) * 1000)))
-
     def close(self) -> None:
         """Nothing to close."""
+
+
+class Sender:
+    """One client thread: send per job, or a group (Dramatiq's batch: it enqueues each message in turn)."""
+
+    def one(self, job_id: str, due_s: float | None) -> None:
+        """Enqueues one job now or with the delay until its due time."""
+        if due_s is None:
+            post.send(job_id)
+        else:
+            post.send_with_options(args=(job_id,), delay=max(0, int((due_s - time.time()) * 1000)))
+
+    def many(self, jobs: list[tuple[str, float | None]]) -> None:
+        """Enqueues jobs due now as one group."""
+        assert all(due_s is None for _, due_s in jobs), "the batch scenario's jobs are due now"
+        dramatiq.group(post.message(job_id) for job_id, _ in jobs).run()
+
+    def close(self) -> None:
+        """Nothing to close (the broker's pool is shared)."""
+
+
+def open_sender(index: int) -> Sender:
+    """Returns a client thread's sender (the broker is thread-safe)."""
+    return Sender()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 
 from redis import Redis
@@ -36,19 +37,35 @@ class Peer:
         ]
         return [[*base, "--with-scheduler"] if i == 0 else base for i in range(16)]
 
-    def submit(self, jobs: list[tuple[str, float | None]]) -> None:
-        """Enqueues jobs now or at their due time (one pipeline per 100 jobs)."""
-        for start in range(0, len(jobs), 100):
-            with self._redis.pipeline() as pipe:
-                for job_id, due_s in jobs[start : start + 100]:
-                    if due_s is None:
-                        self._queue.enqueue(post, job_id, pipeline=pipe)
-                    else:
-                        self._queue.enqueue_at(
-                            datetime.fromtimestamp(due_s, UTC), post, job_id, pipeline=pipe
-                        )
-                pipe.execute()
+    def close(self) -> None:
+        """Closes the connection."""
+        self._redis.close()
+
+
+class Sender:
+    """One client thread: enqueue per job, or enqueue_many (one pipeline: RQ's batch)."""
+
+    def __init__(self, redis_url: str) -> None:
+        self._redis = Redis.from_url(redis_url)
+        self._queue = Queue("bench", connection=self._redis)
+
+    def one(self, job_id: str, due_s: float | None) -> None:
+        """Enqueues one job now, or at its due time (enqueue_at)."""
+        if due_s is None:
+            self._queue.enqueue(post, job_id)
+        else:
+            self._queue.enqueue_at(datetime.fromtimestamp(due_s, UTC), post, job_id)
+
+    def many(self, jobs: list[tuple[str, float | None]]) -> None:
+        """Enqueues jobs due now with one enqueue_many."""
+        assert all(due_s is None for _, due_s in jobs), "the batch scenario's jobs are due now"
+        self._queue.enqueue_many([Queue.prepare_data(post, (job_id,)) for job_id, _ in jobs])
 
     def close(self) -> None:
         """Closes the connection."""
         self._redis.close()
+
+
+def open_sender(index: int) -> Sender:
+    """Returns a client thread's sender, on a connection of its own."""
+    return Sender(os.environ["BENCH_REDIS_URL"])

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Callable
 
 import redis
+from redis.exceptions import RedisClusterException
 
 from hookline.ports import Clock
 
@@ -95,7 +96,8 @@ class RedisTimeClock:
         sent_ms = self._local.now_ms()
         try:
             seconds, micros = self._client.time()
-        except (redis.RedisError, OSError) as error:
+        except (redis.RedisError, RedisClusterException, OSError) as error:
+            # A cluster client that reaches no node raises RedisClusterUnreachableError, not a RedisError.
             self._next_check_ms = self._local.now_ms() + self._retry_ms
             logger.warning("could not read Redis's time; the clock keeps its last offset: %s", error)
             return
