@@ -10,7 +10,7 @@ args, kwargs) pickled over the socket (multiprocessing.connection), the reply th
 raised, rebuilt on the caller's side.
 
 What this does not model: a DynamoDB request costs the caller more CPU than a pickle round trip (JSON, a
-SigV4 signature, TLS: bench/dynamo_calls.py measures the lean client's share), and a round trip in AWS takes
+SigV4 signature, TLS: bench/dynamo_calls.py measures the JSON client's share), and a round trip in AWS takes
 a few milliseconds where loopback takes tens of microseconds.
 """
 
