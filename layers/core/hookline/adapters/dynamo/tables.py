@@ -39,8 +39,14 @@ LIVE_SCHEDULE_ATTRIBUTES = (
     "end_ms",
 )
 TTL_ATTRIBUTE = "expires_at_s"
+# A job item holds the record of the job's attempt 1 (a map, codec.execution_to_map) once that attempt ended:
+# attempt numbers keep counting across retries and replays, so attempt 1 is one attempt per job, and its
+# finish writes one item (a conditional UpdateItem, not a transaction with an executions-table put).
+FIRST_EXECUTION = "first_execution"
+FIRST_ATTEMPT = 1
 
-# Executions table: one item per attempt.
+# Executions table: one item per attempt after the first (FIRST_EXECUTION); items older versions wrote hold
+# attempt 1 too.
 EXECUTIONS_PK = "pk"  # "<tenant>#<job id>"
 EXECUTIONS_SK = "attempt"
 
