@@ -2,11 +2,14 @@
 
 Throttled or conflicting transactions change nothing: the finish is retried, and if DynamoDB keeps refusing
 the entry stays pending (never acknowledged with the job still `running`); an idempotent submit answers 503.
+A first attempt's finish is one UpdateItem (its record goes into the job item), so the finish cases here
+cancel a second attempt's, which writes its record in a transaction with the job.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -20,7 +23,7 @@ from hookline.usecases.execute import Disposition
 from tests.integration.api.conftest import make_key
 from tests.support.apigw import ApiClient
 from tests.support.dynamo_faults import DynamoFaultProxy
-from tests.support.receiver import Receiver
+from tests.support.receiver import Receiver, Reply
 
 pytestmark = pytest.mark.integration
 
@@ -51,9 +54,19 @@ def pending(container: Container) -> int:
     return int(container.redis.xpending(redis_keys.ready_stream(0), redis_keys.CONSUMER_GROUP)["pending"])
 
 
-def submit(container: Container, receiver: Receiver) -> str:
-    request = JobRequest.model_validate({"url": receiver.url(), "body": "x", "timeout_s": 1})
-    return container.submitter.submit(TENANT, request).job.job_id
+def retried_once(container: Container, receiver: Receiver) -> str:
+    """Submits a job whose first attempt answers 503, waits for its retry to be promoted, returns its id."""
+    receiver.script("/hook", [Reply(503)])
+    request = JobRequest.model_validate(
+        {"url": receiver.url(), "body": "x", "timeout_s": 1, "min_backoff_s": 0.05, "max_backoff_s": 0.05}
+    )
+    job_id = container.submitter.submit(TENANT, request).job.job_id
+    assert container.executor.drain() == [Disposition.RETRIED]
+    deadline = time.monotonic() + 5
+    while container.promoter.tick().moved == 0:
+        assert time.monotonic() < deadline, "the retry was never promoted"
+        time.sleep(0.02)
+    return job_id
 
 
 TRANSIENT = ["TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "InternalServerError"]
@@ -65,7 +78,7 @@ def test_given_finish_cancelled_twice_for_a_transient_reason_when_delivered_then
 ) -> None:
     container = faulty_container(settings, dynamo_faults, reason, count=0)
     try:
-        job_id = submit(container, receiver)
+        job_id = retried_once(container, receiver)
         dynamo_faults.transactions.remaining = 2  # the next two transactions (the finish) are cancelled
 
         (disposition,) = container.executor.drain()
@@ -73,9 +86,12 @@ def test_given_finish_cancelled_twice_for_a_transient_reason_when_delivered_then
         assert disposition is Disposition.SUCCEEDED
         assert dynamo_faults.transactions.cancelled == 2
         job = container.jobs.get(TENANT, job_id)
-        assert (job.status, job.attempt) == (JobStatus.SUCCEEDED, 1)
-        assert [e.outcome for e in container.jobs.executions(TENANT, job_id)] == [ExecutionOutcome.SUCCEEDED]
-        assert len(receiver.requests) == 1
+        assert (job.status, job.attempt) == (JobStatus.SUCCEEDED, 2)
+        assert [e.outcome for e in container.jobs.executions(TENANT, job_id)] == [
+            ExecutionOutcome.RETRYABLE,
+            ExecutionOutcome.SUCCEEDED,
+        ]
+        assert len(receiver.requests) == 2
         assert pending(container) == 0
     finally:
         container.close()
@@ -86,7 +102,7 @@ def test_given_finish_throttled_throughout_when_delivered_then_entry_left_pendin
 ) -> None:
     faults = dynamo_faults.transactions
     faults.remaining = 0
-    job_id = submit(throttled, receiver)
+    job_id = retried_once(throttled, receiver)
     faults.remaining = 1_000_000
 
     (disposition,) = throttled.executor.drain()
@@ -95,8 +111,8 @@ def test_given_finish_throttled_throughout_when_delivered_then_entry_left_pendin
     assert disposition is Disposition.LEFT_PENDING
     assert pending(throttled) == 1
     job = throttled.jobs.get(TENANT, job_id)
-    assert (job.status, job.attempt) == (JobStatus.RUNNING, 1)
-    assert len(receiver.requests) == 1
+    assert (job.status, job.attempt) == (JobStatus.RUNNING, 2)
+    assert len(receiver.requests) == 2
     assert 2 <= faults.cancelled <= 10  # retried, with a bound
 
 
