@@ -160,6 +160,11 @@ def test_given_the_due_scan_s_filter_then_it_reads_only_attributes_the_live_inde
     assert attributes <= set(tables.LIVE_JOB_ATTRIBUTES)
 
 
+def test_given_attempt_1_s_record_in_the_job_item_then_it_is_kept_no_shorter_than_an_execution_item() -> None:
+    # tables.FIRST_EXECUTION expires with the job item, which ends after the attempt did.
+    assert constants.TERMINAL_JOB_RETENTION_S >= constants.EXECUTION_RETENTION_S
+
+
 def test_given_executions_table_when_compared_with_tables_module_then_keys_and_ttl_match(
     template: dict[str, Any],
 ) -> None:
