@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ from hookline.plumbing.wiring import Container
 from hookline.usecases.execute import Disposition
 from tests.integration.api.conftest import make_key
 from tests.support.apigw import ApiClient
-from tests.support.dynamo_faults import DynamoFaultProxy
+from tests.support.dynamo_faults import DynamoFaultProxy, FailingUpdates
 from tests.support.receiver import Receiver, Reply
 
 pytestmark = pytest.mark.integration
@@ -114,6 +115,40 @@ def test_given_finish_throttled_throughout_when_delivered_then_entry_left_pendin
     assert (job.status, job.attempt) == (JobStatus.RUNNING, 2)
     assert len(receiver.requests) == 2
     assert 2 <= faults.cancelled <= 10  # retried, with a bound
+
+
+class FailingFinishes(FailingUpdates):
+    """Fails (a 500) every UpdateItem that stamps a finish token: a first attempt's finish, alone."""
+
+    def take(self, params: dict[str, Any]) -> bool:
+        with self._lock:
+            if "#finish_token" not in params.get("UpdateExpression", ""):
+                return False
+            self.failed += 1
+            return True
+
+
+def test_given_a_first_attempt_s_finish_refused_throughout_when_delivered_then_left_pending_not_lost(
+    settings: Settings, dynamo_faults: DynamoFaultProxy, receiver: Receiver
+) -> None:
+    """A first attempt's finish is one UpdateItem: DynamoDB refusing it (500s, past the client's retries) is
+    a dependency down, as a transaction's transient cancellations are, never a lost lease."""
+    container = faulty_container(settings, dynamo_faults, "ThrottlingError", count=0)
+    try:
+        request = JobRequest.model_validate({"url": receiver.url(), "body": "x", "timeout_s": 1})
+        job_id = container.submitter.submit(TENANT, request).job.job_id
+        failing = dynamo_faults.failing_updates = FailingFinishes()
+
+        (disposition,) = container.executor.drain()
+
+        assert disposition is Disposition.LEFT_PENDING
+        assert failing.failed >= 2  # the client's retries, then given up
+        assert pending(container) == 1
+        job = container.jobs.get(TENANT, job_id)
+        assert (job.status, job.attempt) == (JobStatus.RUNNING, 1)
+        assert len(receiver.requests) == 1
+    finally:
+        container.close()
 
 
 @pytest.fixture

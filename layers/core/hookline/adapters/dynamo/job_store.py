@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from hookline.adapters.dynamo import codec, paging, tables
 from hookline.adapters.dynamo.json_client import DynamoJsonClient
-from hookline.adapters.dynamo.transactions import CONDITION_FAILED, Transactions
+from hookline.adapters.dynamo.transactions import CONDITION_FAILED, TRANSIENT_ERROR_CODES, Transactions
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.errors import DependencyDown, IdempotencyConflict, NotFound, NotYet, StaleState
@@ -376,22 +376,15 @@ class DynamoJobStore:
 
         Raises:
             StaleState: The attempt no longer holds the job (the condition on the job item failed).
-            DependencyDown: DynamoDB kept cancelling the transaction for a transient reason; nothing was
-                written, and the caller must not take that for a lost lease.
+            DependencyDown: DynamoDB kept cancelling the transaction, or refusing the single update, for a
+                transient reason; nothing was written, and the caller must not take that for a lost lease.
         """
         token = new_write_token()
         first, later = split_executions(executions)
         key = self._key(job.tenant, job.job_id)
         update = self._finish_update(job, finish, first, now_ms, token)
         if not later:
-            try:
-                self._client.update_item(**update, ReturnValuesOnConditionCheckFailure="ALL_OLD")
-            except ClientError as error:
-                if codec.error_code(error) != "ConditionalCheckFailedException":
-                    raise
-                if _stamped(self._refused_item(error, key), FINISH_TOKEN, token):
-                    return  # this call's first try wrote it
-                raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job") from error
+            self._finish_alone(job, update, token)
             return
         puts = [{"Put": {"TableName": self._executions, "Item": codec.execution_to_item(e)}} for e in later]
         reasons = self._transactions.write([*puts, {"Update": update}])
@@ -403,6 +396,33 @@ class DynamoJobStore:
         if reasons is not None:
             # Execution records carry no condition, so this cannot happen; never read it as a lost lease.
             raise DependencyDown(f"job {job.job_id}: transaction cancelled for {reasons}")
+
+    def _finish_alone(self, job: Job, update: dict[str, Any], token: str) -> None:
+        """Sends a finish that writes the job item alone (one UpdateItem), with finish()'s errors.
+
+        A write DynamoDB kept refusing for a transient reason (throttling, a conflicting transaction, a 5xx:
+        TRANSIENT_ERROR_CODES, after the client's retries) is DependencyDown, as a transaction's transient
+        cancellations are, unless a consistent read finds this call's token (an earlier try whose reply was
+        lost was applied): the executor then leaves its entry pending, never takes it for a lost lease.
+        """
+        key = update["Key"]
+        try:
+            self._client.update_item(**update, ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except ClientError as error:
+            code = codec.error_code(error)
+            if code == "ConditionalCheckFailedException":
+                if _stamped(self._refused_item(error, key), FINISH_TOKEN, token):
+                    return  # this call's first try wrote it
+                raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job") from error
+            if code not in TRANSIENT_ERROR_CODES:
+                raise
+            try:
+                found = self._client.get_item(TableName=self._jobs, Key=key, ConsistentRead=True).get("Item")
+            except ClientError:
+                found = None
+            if _stamped(found, FINISH_TOKEN, token):
+                return
+            raise DependencyDown(f"job {job.job_id}: finish refused for {code}; retry later") from error
 
     def _finish_update(
         self, job: Job, finish: Finish, first: Execution | None, now_ms: int, token: str
