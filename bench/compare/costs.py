@@ -1,7 +1,7 @@
 """Dollars per million one-attempt jobs on AWS, from a Hookline row's measured counts and prices.py.
 
 Marginal costs, per job submitted alone (POST /v1/jobs) and delivered at the first attempt:
-  API Gateway   one request
+  API Gateway   one request, at the REST API's price or, with api_kind="Http", the HTTP API's
   submit λ      one request, billed for the local gateway's measured single-submit p50 at 512 MB (the
                 template's Globals); the local stack's API is the only place the bench times a submit, and
                 moto is slower than DynamoDB, so this overstates the duration rather than understates it
@@ -27,6 +27,8 @@ HOURS_PER_MONTH = 730
 SUBMIT_MEMORY_GB = 0.5
 DEFAULT_SUBMIT_MS = 20.0  # when no local-stack latency was measured in the run
 FAN_OUT_GB_S = 1.0 * 90
+# template.yaml's ApiKind values and the price of one request to each kind of API.
+API_GATEWAY_PRICES = {"Rest": prices.API_GATEWAY_PER_REQUEST, "Http": prices.API_GATEWAY_HTTP_PER_REQUEST}
 
 
 def fixed_per_hour() -> dict[str, float]:
@@ -40,14 +42,23 @@ def fixed_per_hour() -> dict[str, float]:
     }
 
 
-def marginal_per_million(values: dict[str, float], submit_ms: float) -> dict[str, float]:
-    """Returns the per-million-jobs costs of one row, by item (empty without DynamoDB figures)."""
+def marginal_per_million(
+    values: dict[str, float], submit_ms: float, *, api_kind: str = "Rest"
+) -> dict[str, float]:
+    """Returns the per-million-jobs costs of one row, by item (empty without DynamoDB figures), with the
+    API requests priced for api_kind ("Rest" or "Http", template.yaml's ApiKind).
+
+    Raises:
+        ValueError: api_kind is neither.
+    """
+    if api_kind not in API_GATEWAY_PRICES:
+        raise ValueError(f"api_kind must be one of {sorted(API_GATEWAY_PRICES)}, not {api_kind!r}")
     if "dynamodb_wru_per_job" not in values:
         return {}
     million = 1e6
     fan_out = values.get("lambda_fan_out_invocations_per_job", 0.0)
     return {
-        "api_gateway": million * prices.API_GATEWAY_PER_REQUEST,
+        "api_gateway": million * API_GATEWAY_PRICES[api_kind],
         "lambda_submit": million
         * (prices.LAMBDA_PER_REQUEST + SUBMIT_MEMORY_GB * submit_ms / 1000 * prices.LAMBDA_PER_GB_S),
         "dynamodb": million
@@ -63,11 +74,16 @@ def marginal_per_million(values: dict[str, float], submit_ms: float) -> dict[str
 
 
 def per_million(
-    values: dict[str, float], submit_ms: float, batch_submit_ms: float | None = None
+    values: dict[str, float],
+    submit_ms: float,
+    batch_submit_ms: float | None = None,
+    *,
+    api_kind: str = "Rest",
 ) -> dict[str, float]:
     """Returns a row's $ per million jobs: marginal, fixed amortised at the reference volume, and total;
-    with batch_submit_ms also the marginal cost of submitting in batches of 100 (one API request each)."""
-    marginal = marginal_per_million(values, submit_ms)
+    with batch_submit_ms also the marginal cost of submitting in batches of 100 (one API request each);
+    API requests priced for api_kind (marginal_per_million)."""
+    marginal = marginal_per_million(values, submit_ms, api_kind=api_kind)
     if not marginal:
         return {}
     fixed_month = sum(fixed_per_hour().values()) * HOURS_PER_MONTH
@@ -79,7 +95,7 @@ def per_million(
         "usd_total_at_reference": sum(marginal.values()) + fixed,
     }
     if batch_submit_ms is not None:
-        batched = marginal_per_million(values, batch_submit_ms)
+        batched = marginal_per_million(values, batch_submit_ms, api_kind=api_kind)
         api = batched["api_gateway"] + batched["lambda_submit"]
         priced["usd_marginal_batched"] = sum(batched.values()) - api + api / 100
     return priced
