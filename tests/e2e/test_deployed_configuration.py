@@ -90,3 +90,23 @@ def test_given_small_configuration_when_a_job_is_submitted_then_its_callback_arr
         [callback] = receiver.wait_for(1, timeout_s=CALLBACK_TIMEOUT_S)
 
     assert json.loads(callback.body) == {"n": 1}
+
+
+def test_given_no_egress_on_the_emulator_then_fan_out_stays_on_since_its_endpoint_serves_lambda(
+    small_stack: DevStack,
+) -> None:
+    environment = small_stack.environment()
+    client = boto3.client(
+        "lambda",
+        endpoint_url=environment["HOOKLINE_AWS_ENDPOINT"],
+        region_name=environment["AWS_REGION"],
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    functions = client.list_functions()["Functions"]
+    variables = [f["Environment"]["Variables"] for f in functions if f["FunctionName"].startswith("hookline")]
+
+    assert len(variables) == 4
+    # Egress=None alone would make it "0" (the Lambda API out of reach); AwsEndpointOverride keeps it.
+    assert {v["HOOKLINE_MAX_EXECUTORS"] for v in variables} == {"4"}
+    assert {v["HOOKLINE_REDIS_CLUSTER"] for v in variables} == {"false"}
