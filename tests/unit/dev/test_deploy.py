@@ -93,7 +93,7 @@ def test_given_refuse_loopback_then_both_stacks_deploy_with_loopback_callbacks_r
     hand_wired = stack_environment(StackOptions(allow_loopback=False), "http://127.0.0.1:5055")
 
     assert deployed["AllowLoopback"] == "false"
-    assert deployed["CreateNat"] == "false"
+    assert deployed["Egress"] == "None"
     assert deployed["MaxExecutors"] == str(StackOptions().max_executors)  # both stacks fan out alike
     assert hand_wired["HOOKLINE_ALLOW_LOOPBACK"] == "false"
     assert stack_parameters("redis://x", "http://y", allow_loopback=True)["AllowLoopback"] == "true"
