@@ -72,8 +72,9 @@ TEMPLATE_DASHBOARDS = 1
 NAT_INSTANCE_ROOT_GB = 8  # Amazon Linux 2023's image
 # Application Auto Scaling keeps consumed capacity at this share of what is provisioned.
 TABLE_SCALING_TARGET = 0.70
-# Of the tables' write units per job (jobs 4, executions 2: docs/capacity.md), the jobs table's share.
-JOBS_TABLE_SHARE_OF_TABLE_WRU = 4 / 6
+# Of the tables' write units per one-attempt job, the jobs table's share: the first attempt is recorded in
+# the job item, so the executions table is written only from a second attempt on (docs/capacity.md).
+JOBS_TABLE_SHARE_OF_TABLE_WRU = 1.0
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "compare.json"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "capacity.md"
@@ -97,6 +98,7 @@ class Configuration:
         table_billing: TableBilling: "OnDemand" or "Provisioned".
         read_capacity: TableReadCapacityMin and Max (Provisioned).
         write_capacity: TableWriteCapacityMin and Max (Provisioned).
+        api_kind: ApiKind: "Rest" or "Http" (the API requests' price).
     """
 
     name: str
@@ -109,6 +111,7 @@ class Configuration:
     table_billing: str = "OnDemand"
     read_capacity: tuple[int, int] = (1, 100)
     write_capacity: tuple[int, int] = (1, 100)
+    api_kind: str = "Rest"
 
     @property
     def cache_nodes(self) -> int:
@@ -128,6 +131,8 @@ class Configuration:
             chosen["RedisNodeType"] = self.cache_node
         if self.egress == "NatInstance":
             chosen["NatInstanceType"] = self.nat_instance_type
+        if self.api_kind != "Rest":
+            chosen["ApiKind"] = self.api_kind
         if self.table_billing == "Provisioned":
             chosen["TableReadCapacityMin"], chosen["TableReadCapacityMax"] = map(str, self.read_capacity)
             chosen["TableWriteCapacityMin"], chosen["TableWriteCapacityMax"] = map(str, self.write_capacity)
@@ -296,11 +301,11 @@ def monthly_items(
     }
     if jobs_per_month and figures is not None:
         millions = jobs_per_month / 1e6
-        single = marginal_per_million(figures.values, figures.submit_ms)
+        single = marginal_per_million(figures.values, figures.submit_ms, api_kind=configuration.api_kind)
         api = single["api_gateway"] + single["lambda_submit"]
         if batched:
             batch_ms = figures.batch_submit_ms if figures.batch_submit_ms is not None else figures.submit_ms
-            in_batches = marginal_per_million(figures.values, batch_ms)
+            in_batches = marginal_per_million(figures.values, batch_ms, api_kind=configuration.api_kind)
             api = (in_batches["api_gateway"] + in_batches["lambda_submit"]) / BATCH_SIZE
         items["api_and_submit"] = api * millions
         items["lambda_fan_out"] = single["lambda_fan_out"] * millions
