@@ -48,11 +48,20 @@ FAN_OUT_GB_S = 1.0 * 90
 API_GATEWAY_PRICES = {"Rest": prices.API_GATEWAY_PER_REQUEST, "Http": prices.API_GATEWAY_HTTP_PER_REQUEST}
 BATCH_SIZE = 100
 
-# What the scheduled functions cost idle, every second of the month: promote 256 MB and execute 1024 MB,
-# each a 90 s invocation (claiming window) every 60 s, so 1.5 running at any time; reap 256 MB, assumed
-# 2 s every 60 s. Three schedules, an invocation a minute each. Lambda's free tier is left out.
-LAMBDA_IDLE_GB_S_PER_MONTH = (1.5 * 0.25 + 1.5 * 1.0 + 0.25 * 2 / 60) * SECONDS_PER_MONTH
+# The functions' duration in GB-s a second while work flows: promote 256 MB and execute 1024 MB, each a
+# 90 s invocation (claiming window) every 60 s, so 1.5 of each running at any time; reap 256 MB all minute.
+LAMBDA_AWAKE_GB_S_PER_S = 1.5 * 0.25 + 1.5 * 1.0 + 0.25
+# The same with no work (idle mode, docs/timing.md): per minute a short promote invocation and the
+# reaper's run (LAMBDA_IDLE_GB_S_PER_MIN, measured on `make run`, docs/capacity.md); three schedule
+# invocations a minute. Lambda's free tier is left out.
+LAMBDA_IDLE_GB_S_PER_MIN = 128.5
+LAMBDA_IDLE_GB_S_PER_MONTH = LAMBDA_IDLE_GB_S_PER_MIN * 60 * HOURS_PER_MONTH
 LAMBDA_IDLE_REQUESTS_PER_MONTH = 3 * 60 * HOURS_PER_MONTH
+# How long one job keeps the functions awake at most: a promoter stays while anything is due within its
+# idle horizon (75 s), an executor until it has read nothing for 10 s. Jobs spread evenly over the month
+# keep them awake for min(1, jobs x this / month) of it (an upper bound: nearby jobs share the time).
+LAMBDA_AWAKE_S_PER_JOB = 85.0
+
 # Commands the idle functions send Redis each second (promoter ticks, executors' blocking reads and
 # recovery, the reaper's checks, the fan-out's backlog check): an estimate, not a count; it matters only
 # on a serverless cache, where each is billed.
@@ -175,6 +184,13 @@ CONFIGURATIONS = (
         read_capacity=(1, 100),
         write_capacity=(1, 400),
     ),
+    Configuration(
+        "lean",
+        "ElastiCache Serverless (valkey), egress left to your network, the HTTP API",
+        cache_kind="Serverless",
+        egress="None",
+        api_kind="Http",
+    ),
 )
 
 
@@ -274,6 +290,13 @@ def _dynamodb_usd(configuration: Configuration, jobs: float, values: Mapping[str
     return _per_month(wcu * prices.DYNAMODB_PER_WCU_HOUR + rcu * prices.DYNAMODB_PER_RCU_HOUR)
 
 
+def _awake_usd(jobs_per_month: float) -> float:
+    """Returns the functions' duration beyond their idle duration while jobs keep them awake."""
+    awake = min(1.0, jobs_per_month * LAMBDA_AWAKE_S_PER_JOB / SECONDS_PER_MONTH)
+    extra_gb_s_per_s = max(0.0, LAMBDA_AWAKE_GB_S_PER_S - LAMBDA_IDLE_GB_S_PER_MIN / 60)
+    return awake * extra_gb_s_per_s * SECONDS_PER_MONTH * prices.LAMBDA_PER_GB_S
+
+
 def _idle_figures() -> dict[str, float]:
     """Per-job figures of no job: only the idle functions' own use remains."""
     return {"dynamodb_wru_per_job": 0.0, "dynamodb_index_wru_per_job": 0.0, "dynamodb_rru_per_job": 0.0}
@@ -294,6 +317,7 @@ def monthly_items(
         "dynamodb": _dynamodb_usd(configuration, jobs_per_month, values),
         "lambda_idle": LAMBDA_IDLE_GB_S_PER_MONTH * prices.LAMBDA_PER_GB_S
         + LAMBDA_IDLE_REQUESTS_PER_MONTH * prices.LAMBDA_PER_REQUEST,
+        "lambda_awake": _awake_usd(jobs_per_month),
         "cloudwatch": TEMPLATE_ALARMS * prices.CLOUDWATCH_ALARM_MONTH
         + TEMPLATE_DASHBOARDS * prices.CLOUDWATCH_DASHBOARD_MONTH,
         "api_and_submit": 0.0,
