@@ -25,7 +25,7 @@ from hookline.adapters.dynamo.tables import Keyspace
 from hookline.adapters.dynamo.unindexed import DynamoUnindexedLog
 from hookline.adapters.http.client import HttpCallbackClient
 from hookline.adapters.http.safety import check_url
-from hookline.adapters.lambda_launcher import LambdaLauncher
+from hookline.adapters.lambda_launcher import LambdaLauncher, LambdaWaker
 from hookline.adapters.redis.cluster import cluster_client, is_cluster
 from hookline.adapters.redis.index import RedisIndex
 from hookline.adapters.redis.server_clock import RedisTimeClock
@@ -33,12 +33,14 @@ from hookline.adapters.redis.stats import RedisStats
 from hookline.domain import constants
 from hookline.domain.clock import SystemClock
 from hookline.domain.errors import IndexUnavailable
+from hookline.domain.idle import IdlePolicy
 from hookline.plumbing.settings import Settings
-from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics
+from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics, PromoterWaker
 from hookline.usecases.auth import Authenticator
 from hookline.usecases.circuit import Circuit, CircuitStats
 from hookline.usecases.cron import CronRunner, ScheduleReconciler
 from hookline.usecases.execute import Executor
+from hookline.usecases.idle import IdleWatch, NoWaker, Wake
 from hookline.usecases.manage import JobManager
 from hookline.usecases.promote import Promoter
 from hookline.usecases.reap import Reaper
@@ -264,8 +266,39 @@ class Container:
 
     @cached_property
     def index(self) -> RedisIndex:
-        """The Redis live indexes."""
-        return RedisIndex(self.redis, consumer=self.consumer, clock=self.engine_clock, metrics=self.metrics)
+        """The Redis live indexes; in idle mode every index call may wake a promoter (index.lua's claim)."""
+        index = RedisIndex(self.redis, consumer=self.consumer, clock=self.engine_clock, metrics=self.metrics)
+        wake = self.idle_policy.wake()
+        if wake is not None:
+            index.wake_promoters_with(wake, self._wake_promoter)
+        return index
+
+    def _wake_promoter(self, shard: int) -> None:
+        # The waker is looked up at each wake, so one swapped in after the index was built is the one used.
+        Wake(self.promoter_waker, self.metrics)(shard)
+
+    @cached_property
+    def idle_policy(self) -> IdlePolicy:
+        """When promoters end idle: the settings' policy where a promoter can be woken
+        (HOOKLINE_PROMOTE_FUNCTION, or a waker swapped in), else off (horizon 0: one runs to its deadline).
+        """
+        if self.settings.promote_function is None and "promoter_waker" not in self.__dict__:
+            return IdlePolicy(horizon_ms=0)
+        return self.settings.idle_policy()
+
+    @cached_property
+    def promoter_waker(self) -> PromoterWaker:
+        """Starts a promoter: an async invoke of HOOKLINE_PROMOTE_FUNCTION (the local stack swaps it)."""
+        name = self.settings.promote_function
+        if name is None:
+            return NoWaker()
+        settings = self.settings
+        return LambdaWaker(
+            lambda: boto3.client(
+                "lambda", endpoint_url=settings.aws_endpoint_url, region_name=settings.aws_region
+            ),
+            name,
+        )
 
     @cached_property
     def stats(self) -> RedisStats:
@@ -347,6 +380,7 @@ class Container:
             self.metrics,
             self.settings.promoter_max_sleep_ms,
             cron=self.cron,
+            idle=IdleWatch(self.index, self.engine_clock, self.shards, self.metrics, self.idle_policy),
         )
 
     @cached_property
@@ -413,6 +447,9 @@ class Container:
             timing=self.settings.lease_timing(),
             max_deliveries=self.settings.max_deliveries,
             unindexed=self.unindexed,
+            presence=self.index,
+            # Ending idle only where a promoter starts executors again (the fan-out's function is named).
+            idle_ms=self.settings.executor_idle_ms if self.settings.execute_function else 0,
         )
 
     @cached_property
@@ -484,6 +521,7 @@ class Container:
             self.metrics,
             self.index,
             policy,
+            presence=self.index,
         )
 
     def close(self) -> None:

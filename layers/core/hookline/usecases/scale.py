@@ -15,6 +15,11 @@ brings the fleet up to the ceiling within ceiling / max_launch_per_check checks,
 executors end their runs and are replaced. (Before, a check started at most 4 and then waited 10 s
 whatever the backlog: 0.4 launches a second, each reading for 90 s, kept about 36 fanned-out executors
 running, plus the scheduled ones.)
+
+Executors only when there is work (with an ExecutorPresence): no schedule starts executors; every one is
+started here. A check that finds any unread entry while no executor marks itself alive asks for one (at
+least one may run even with max_executors 0), and an executor ends once idle (usecases/execute.py), so an
+idle deployment runs none.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 
 from hookline.domain import constants
 from hookline.domain.errors import IndexUnavailable
-from hookline.ports import Clock, ExecutorLauncher, ExecutorLedger, MetricsSink, ReadyStream
+from hookline.ports import Clock, ExecutorLauncher, ExecutorLedger, ExecutorPresence, MetricsSink, ReadyStream
 from hookline.usecases.promote import Promoter
 
 logger = logging.getLogger(__name__)
@@ -76,8 +81,10 @@ class ExecutorScaler:
         metrics: MetricsSink,
         ledger: ExecutorLedger,
         policy: FanOutPolicy | None = None,
+        presence: ExecutorPresence | None = None,
     ) -> None:
         self._stream = stream
+        self._presence = presence
         self._clock = clock
         self._shards = list(shards)
         self._launcher = launcher
@@ -103,14 +110,19 @@ class ExecutorScaler:
             return 0
         policy = self._policy
         self._next_check_ms = now_ms + policy.check_interval_ms
-        wanted = self.backlog() // policy.backlog_per_executor
+        backlog = self.backlog()
+        wanted = backlog // policy.backlog_per_executor
+        ceiling = policy.max_executors
+        if backlog > 0 and wanted <= 0 and self._presence is not None and not self._presence.executor_alive():
+            # Work and no executor reading it: one (the ledger's starting ones count, so one at a time).
+            wanted, ceiling = 1, max(1, ceiling)
         if wanted <= 0:
             return 0
         grant = self._ledger.reserve_executors(
             now_ms,
             wanted,
             policy.max_launch_per_check,
-            policy.max_executors,
+            ceiling,
             policy.executor_run_ms,
             policy.start_ms,
         )

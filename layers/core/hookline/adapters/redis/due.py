@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
 from redis.exceptions import NoScriptError
@@ -12,11 +12,28 @@ from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.base import SHARDS_POLL_MS, RedisBase
 from hookline.domain import constants
 from hookline.domain.delivery import PromoteResult
+from hookline.domain.idle import WakePolicy
 from hookline.domain.models import Member
+
+# index.lua's reply: bit 0 the member went onto the ready stream, bit 1 this call took the wake claim.
+_PLACED_READY, _WOKE = 1, 2
 
 
 class RedisDueIndex(RedisBase):
-    """Keeps the due ZSETs, the wake lists and the in-flight ZSETs' membership (hookline.ports.DueIndex)."""
+    """Keeps the due ZSETs, the wake lists and the in-flight ZSETs' membership (hookline.ports.DueIndex).
+
+    With wake_promoters_with() configured, every index call also asks index.lua whether the member needs a
+    promoter none is running for (due within the policy's horizon, no heartbeat, the claim taken), and
+    calls on_wake(shard) for each call that took the claim: one caller in a burst starts a promoter.
+    """
+
+    _wake_policy: WakePolicy | None = None
+    _on_wake: Callable[[int], None] | None = None
+
+    def wake_promoters_with(self, policy: WakePolicy, on_wake: Callable[[int], None]) -> None:
+        """Makes index calls wake a promoter when one is needed; on_wake must not raise."""
+        self._wake_policy = policy
+        self._on_wake = on_wake
 
     def index(self, member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool = False) -> bool:
         """Indexes a member for its due time; returns True when it went straight onto the ready stream.
@@ -24,9 +41,15 @@ class RedisDueIndex(RedisBase):
         new_member: the member was never indexed (its job or generation was created a moment ago), so it
         cannot be in the due ZSET and a member due now needs no ZREM there (see index.lua).
         """
-        keys, args = _index_call(member, shard, due_ms, now_ms, new_member)
-        result = self._scripts["index"](keys=keys, args=args)
-        return int(cast(int, result)) == 1
+        keys, args = _index_call(member, shard, due_ms, now_ms, new_member, self._wake_policy)
+        result = int(cast(int, self._scripts["index"](keys=keys, args=args)))
+        self._woke(shard, result)
+        return result & _PLACED_READY == _PLACED_READY
+
+    def _woke(self, shard: int, result: int) -> None:
+        """Starts a promoter when index.lua says this call took the wake claim."""
+        if result & _WOKE and self._on_wake is not None:
+            self._on_wake(shard)
 
     def index_many(
         self, entries: Sequence[tuple[Member, int, int]], now_ms: int, new_member: bool = False
@@ -47,7 +70,7 @@ class RedisDueIndex(RedisBase):
             return
         pipe = self._redis.pipeline(transaction=False)
         for member, shard, due_ms in entries:
-            keys, args = _index_call(member, shard, due_ms, now_ms, new_member)
+            keys, args = _index_call(member, shard, due_ms, now_ms, new_member, self._wake_policy)
             pipe.evalsha(script.sha, len(keys), *keys, *args)
         results = pipe.execute(raise_on_error=False)
         errors = [r for r in results if isinstance(r, Exception) and not isinstance(r, NoScriptError)]
@@ -56,6 +79,8 @@ class RedisDueIndex(RedisBase):
         for entry, result in zip(entries, results, strict=True):
             if isinstance(result, NoScriptError):
                 self.index(*entry, now_ms, new_member)
+            else:
+                self._woke(entry[1], int(result))
 
     def unindex(self, member: Member, shard: int) -> bool:
         """Removes a member from the due ZSET (a cancelled job); True when it was there.
@@ -65,11 +90,34 @@ class RedisDueIndex(RedisBase):
         """
         return int(self._redis.zrem(redis_keys.due_key(shard), member.encode())) == 1
 
-    def promote(self, shard: int, now_ms: int, batch: int = constants.PROMOTE_BATCH) -> PromoteResult:
-        """Moves at most `batch` due members onto the ready stream."""
-        keys = [redis_keys.due_key(shard), redis_keys.ready_stream(shard), redis_keys.inflight_key(shard)]
-        moved, next_due = cast(list[int], self._scripts["promote"](keys=keys, args=[now_ms, batch]))
+    def promote(
+        self, shard: int, now_ms: int, batch: int = constants.PROMOTE_BATCH, alive_ms: int = 0
+    ) -> PromoteResult:
+        """Moves at most `batch` due members onto the ready stream; with alive_ms > 0 also sets the shard's
+        promoter heartbeat for that long (a promoter's visit; the backstop passes 0)."""
+        keys = [
+            redis_keys.due_key(shard),
+            redis_keys.ready_stream(shard),
+            redis_keys.inflight_key(shard),
+            redis_keys.promoter_alive_key(shard),
+        ]
+        moved, next_due = cast(list[int], self._scripts["promote"](keys=keys, args=[now_ms, batch, alive_ms]))
         return PromoteResult(int(moved), None if int(next_due) < 0 else int(next_due))
+
+    def stand_down(self, shards: Sequence[int]) -> None:
+        """Deletes the shards' promoter heartbeats (a promoter ending idle): from here on an index call of a
+        member due soon wakes a promoter. One DEL per shard (their slots differ), pipelined."""
+        pipe = self._redis.pipeline(transaction=False)
+        for shard in shards:
+            pipe.delete(redis_keys.promoter_alive_key(shard))
+        pipe.execute()
+
+    def in_flight(self, shards: Sequence[int]) -> int:
+        """Returns the members in the shards' ready streams, read or not (their in-flight ZSETs' sizes)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for shard in shards:
+            pipe.zcard(redis_keys.inflight_key(shard))
+        return sum(int(count) for count in pipe.execute())
 
     def wait_for_wake(self, shards: Sequence[int], timeout_ms: int) -> bool:
         """Blocks until a submit signals an earlier due time or timeout_ms passes; True when signalled.
@@ -128,13 +176,17 @@ class RedisDueIndex(RedisBase):
 
 
 def _index_call(
-    member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool
+    member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool, wake: WakePolicy | None = None
 ) -> tuple[list[str], list[str | int]]:
-    """Returns the keys and arguments of index.lua for one member."""
+    """Returns the keys and arguments of index.lua for one member (with wake: those of the wake claim)."""
     keys = [
         redis_keys.due_key(shard),
         redis_keys.ready_stream(shard),
         redis_keys.inflight_key(shard),
         redis_keys.wake_key(shard),
     ]
-    return keys, [member.encode(), due_ms, now_ms, int(new_member)]
+    args: list[str | int] = [member.encode(), due_ms, now_ms, int(new_member)]
+    if wake is not None:
+        keys += [redis_keys.promoter_alive_key(shard), redis_keys.wake_claim_key(shard)]
+        args += [wake.horizon_ms, wake.claim_ms]
+    return keys, args
