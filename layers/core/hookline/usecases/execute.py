@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 from collections.abc import Sequence
 from enum import StrEnum
 
@@ -59,6 +60,19 @@ class Disposition(StrEnum):
     STALE = "stale"
     LOST_HOLD = "lost_hold"
     LEFT_PENDING = "left_pending"  # nothing recorded; a recoverer re-delivers the entry once it is idle
+
+
+class _Busy:
+    """A thread-safe count of deliveries in flight."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def add(self, delta: int) -> None:
+        """Adds delta to the count."""
+        with self._lock:
+            self.count += delta
 
 
 class _IdleClock:
@@ -158,11 +172,16 @@ class Executor:
         other than a Redis blip ends the run and is raised.
         """
         capacity = Capacity(self._concurrency)
+        # Deliveries started and not ended (a reader blocked for entries holds free slots, so the capacity
+        # cannot tell an idle run from a busy one).
+        busy = _Busy()
 
         def process_and_settle(entry: StreamEntry) -> None:
+            busy.add(1)
             try:
                 self.process_safely(entry)
             finally:
+                busy.add(-1)
                 # The slot goes back as the attempt ends, its acknowledgement perhaps still queued: pending
                 # under this consumer are at most the concurrency plus the acker's unsent (usecases/acker.py).
                 capacity.give(1)
@@ -189,7 +208,7 @@ class Executor:
                     self._recover_when_due()
                     self._flush_stats()
                     self._mark_alive()
-                    if self._ends_idle(idle, readers.read, self._concurrency - capacity.free):
+                    if self._ends_idle(idle, readers.read, busy.count):
                         logger.info(
                             "no work for a while; the executor ends", extra={"idle_ms": self._idle_ms}
                         )
