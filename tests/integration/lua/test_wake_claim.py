@@ -1,5 +1,5 @@
 """index.lua's wake claim and promote.lua's heartbeat: a member due within the horizon, indexed while no
-promoter runs, makes exactly one caller of a burst start a promoter; a running promoter's heartbeat stops it."""
+promoter runs, makes one caller of a burst start a promoter; a running promoter's heartbeat stops it."""
 
 from __future__ import annotations
 
@@ -34,10 +34,10 @@ def woken_index(client: redis.Redis, woken: list[int]) -> RedisIndex:
 @pytest.mark.parametrize(
     ("alive", "claimed", "due_ms", "want_woken", "want_claim"),
     [
-        pytest.param(False, False, NOW_MS + 5_000, True, True, id="given_no_promoter_when_due_soon_then_woken"),
+        pytest.param(False, False, NOW_MS + 5_000, True, True, id="given_no_promoter_when_soon_then_woken"),
         pytest.param(False, False, NOW_MS, True, True, id="given_no_promoter_when_due_now_then_woken"),
         pytest.param(
-            False, False, NOW_MS + HORIZON_MS, True, True, id="given_no_promoter_when_due_at_horizon_then_woken"
+            False, False, NOW_MS + HORIZON_MS, True, True, id="given_no_promoter_when_at_horizon_then_woken"
         ),
         pytest.param(
             False,

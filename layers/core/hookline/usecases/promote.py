@@ -61,6 +61,11 @@ class Promoter:
         self._alive_ms = idle.policy.alive_ms if idle is not None and idle.policy.enabled else 0
         self._due_shards = DueShards(self._shards, max_sleep_ms)
 
+    @property
+    def next_due_ms(self) -> int | None:
+        """Returns the earliest due time known over every shard (None: nothing known to be due)."""
+        return self._due_shards.earliest()
+
     def tick(self, shards: Sequence[int] | None = None, alive: bool = True) -> TickResult:
         """Promotes at most one batch on each shard given (all by default), running the cron pass on each.
 
