@@ -40,12 +40,9 @@ def test_given_output_that_is_not_an_api_url_when_mapped_then_deploy_error() -> 
         endpoint_api_url("http://127.0.0.1:3000", "http://127.0.0.1:4566")
 
 
-def test_given_template_then_the_scheduled_functions_are_promote_execute_and_reap() -> None:
-    assert scheduled_functions(load_template(find_template())) == [
-        "PromoteFunction",
-        "ExecuteFunction",
-        "ReapFunction",
-    ]
+def test_given_template_then_the_scheduled_functions_are_promote_and_reap() -> None:
+    # Executors run only when there is work: the promoter starts them.
+    assert scheduled_functions(load_template(find_template())) == ["PromoteFunction", "ReapFunction"]
 
 
 def test_given_function_folder_when_zipped_then_relative_paths_without_pycache(tmp_path: Path) -> None:
