@@ -1,9 +1,7 @@
 """Idle mode on a real redis-server and moto's server: promoters and executors end when there is no work,
 a submit wakes exactly one promoter, and the first job after a quiet period fires, never early.
 
-Lambda is played by threads: an asynchronous invoke of the promote or execute function starts a thread that
-builds its own Container (a sandbox of its own, as Lambda gives each concurrent invocation) and runs the
-handler's loop until its deadline, as functions/promote/app.py and functions/execute/app.py do.
+Lambda is played by threads (tests/support/thread_lambda.py).
 """
 
 from __future__ import annotations
@@ -22,90 +20,11 @@ from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 from tests.support.receiver import Receiver
 from tests.support.stack import wait_until
+from tests.support.thread_lambda import ThreadLambda
 
 pytestmark = pytest.mark.integration
 
 TENANT = "acme"
-# The invocations' deadlines: far beyond what the tests wait, so only an idle exit ends them in time.
-PROMOTE_RUN_MS = 60_000
-EXECUTE_RUN_MS = 60_000
-
-
-class ThreadLambda:
-    """Plays Lambda for the promote and execute functions: each invoke runs in a thread with its own
-    Container; counts invocations and tells which still run."""
-
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
-        self._lock = threading.Lock()
-        self.invoked = {"promote": 0, "execute": 0}
-        self.ended = {"promote": 0, "execute": 0}
-        self._threads: list[threading.Thread] = []
-        self._containers: list[Container] = []
-        self.stop_at_ms: int | None = None  # a test's end: every loop's deadline is capped at it
-
-    def container(self) -> Container:
-        """Returns a container wired to this Lambda (submit's, or a new invocation's)."""
-        built = Container(self._settings, consumer=f"c-{len(self._containers)}")
-        built.promoter_waker = _Waker(self)  # type: ignore[misc]
-        built.executor_launcher = _Launcher(self)  # type: ignore[misc]
-        with self._lock:
-            self._containers.append(built)
-        return built
-
-    def invoke(self, function: str) -> None:
-        with self._lock:
-            self.invoked[function] += 1
-        thread = threading.Thread(target=self._run, args=(function,), daemon=True)
-        with self._lock:
-            self._threads.append(thread)
-        thread.start()
-
-    def running(self, function: str) -> int:
-        with self._lock:
-            return self.invoked[function] - self.ended[function]
-
-    def _run(self, function: str) -> None:
-        container = self.container()
-        try:
-            now_ms = container.engine_clock.now_ms()
-            if function == "promote":
-                deadline = self._capped(now_ms + PROMOTE_RUN_MS)
-                container.fan_out.promote_until(container.promoter, deadline)
-            else:
-                container.executor.run(self._capped(now_ms + EXECUTE_RUN_MS), block_ms=100)
-        finally:
-            with self._lock:
-                self.ended[function] += 1
-
-    def _capped(self, deadline_ms: int) -> int:
-        return deadline_ms if self.stop_at_ms is None else min(deadline_ms, self.stop_at_ms)
-
-    def close(self) -> None:
-        self.stop_at_ms = 0
-        for thread in list(self._threads):
-            thread.join(timeout=15)
-        for container in self._containers:
-            container.close()
-
-
-class _Waker:
-    def __init__(self, lam: ThreadLambda) -> None:
-        self._lambda = lam
-
-    def wake(self) -> bool:
-        self._lambda.invoke("promote")
-        return True
-
-
-class _Launcher:
-    def __init__(self, lam: ThreadLambda) -> None:
-        self._lambda = lam
-
-    def launch(self, count: int) -> int:
-        for _ in range(count):
-            self._lambda.invoke("execute")
-        return count
 
 
 @pytest.fixture
@@ -159,6 +78,8 @@ def test_given_job_due_within_the_horizon_when_a_tick_starts_a_promoter_then_it_
     for shard in range(idle_settings.shards):
         redis_client.delete(redis_keys.promoter_alive_key(shard))
 
+    # This invocation's deadline is 5 s away (a real one's is ~87 s): the run ends by itself after the check.
+    lam.stop_at_ms = redis_client.time()[0] * 1000 + 5_000
     lam.invoke("promote")
     time.sleep(3)  # well past the grace (0.3 s): an idle promoter would have ended
 
