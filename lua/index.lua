@@ -30,18 +30,10 @@ local now_ms = tonumber(ARGV[3])
 local new_member = ARGV[4] == '1'
 local horizon_ms = tonumber(ARGV[5] or '0')
 
--- 2 when the member falls due within the horizon, no promoter runs, and this call took the wake claim.
+-- @include wake_claim
+
 local function wake()
-  if KEYS[6] == nil or horizon_ms <= 0 or due_ms - now_ms > horizon_ms then
-    return 0
-  end
-  if redis.call('EXISTS', KEYS[5]) == 1 then
-    return 0
-  end
-  if redis.call('SET', KEYS[6], '1', 'NX', 'PX', tonumber(ARGV[6])) then
-    return 2
-  end
-  return 0
+  return wake_claim(KEYS[5], KEYS[6], due_ms, now_ms, horizon_ms, tonumber(ARGV[6] or '0'))
 end
 
 if due_ms <= now_ms then

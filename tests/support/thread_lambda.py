@@ -7,6 +7,7 @@ functions/execute/app.py do.
 from __future__ import annotations
 
 import threading
+import time
 
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
@@ -20,8 +21,9 @@ class ThreadLambda:
     """Plays Lambda for the promote and execute functions: each invoke runs in a thread with its own
     Container; counts invocations and tells which still run."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, start_delay_ms: int = 0) -> None:
         self._settings = settings
+        self._start_delay_s = start_delay_ms / 1000  # stands for a cold start (bench/idle_mode.py)
         self._lock = threading.Lock()
         self.invoked = {"promote": 0, "execute": 0}
         self.ended = {"promote": 0, "execute": 0}
@@ -51,6 +53,7 @@ class ThreadLambda:
             return self.invoked[function] - self.ended[function]
 
     def _run(self, function: str) -> None:
+        time.sleep(self._start_delay_s)
         container = self.container()
         try:
             now_ms = container.engine_clock.now_ms()

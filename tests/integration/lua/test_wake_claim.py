@@ -1,5 +1,6 @@
-"""index.lua's wake claim and promote.lua's heartbeat: a member due within the horizon, indexed while no
-promoter runs, makes one caller of a burst start a promoter; a running promoter's heartbeat stops it."""
+"""index.lua's and cron_set.lua's wake claim (lua/shared/wake_claim.lua) and promote.lua's heartbeat: a
+member or schedule due within the horizon, set while no promoter runs, makes one caller of a burst start a
+promoter; a running promoter's heartbeat stops it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import redis
 
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.cron.schedule import ScheduleMember
 from hookline.domain.idle import WakePolicy
 from hookline.domain.models import Member
 from tests.integration.lua.conftest import SHARD, entry, shard_state, state
@@ -160,3 +162,45 @@ def test_given_promoter_stood_down_when_member_indexed_due_soon_then_woken_again
     index.index(Member.decode(B), SHARD, NOW_MS + 1_000, NOW_MS, new_member=True)
 
     assert woken == [SHARD]
+
+
+class FixedClock:
+    def __init__(self, now_ms: int) -> None:
+        self._now_ms = now_ms
+
+    def now_ms(self) -> int:
+        return self._now_ms
+
+
+@pytest.mark.parametrize(
+    ("alive", "new", "next_fire_ms", "want_woken"),
+    [
+        pytest.param(
+            False, "t/S/1", NOW_MS + 5_000, True, id="given_no_promoter_when_schedule_fires_soon_then_woken"
+        ),
+        pytest.param(
+            False,
+            "t/S/1",
+            NOW_MS + HORIZON_MS + 1,
+            False,
+            id="given_no_promoter_when_schedule_fires_past_horizon_then_left_to_a_tick",
+        ),
+        pytest.param(
+            True, "t/S/1", NOW_MS + 5_000, False, id="given_promoter_alive_when_schedule_set_then_not_woken"
+        ),
+        pytest.param(False, None, NOW_MS + 5_000, False, id="given_schedule_removed_then_not_woken"),
+    ],
+)
+def test_cron_set_wake(
+    redis_client: redis.Redis, alive: bool, new: str | None, next_fire_ms: int, want_woken: bool
+) -> None:
+    if alive:
+        redis_client.set(ALIVE, "1", px=5_000)
+    woken: list[int] = []
+    index = RedisIndex(redis_client, clock=FixedClock(NOW_MS))
+    index.wake_promoters_with(WakePolicy(HORIZON_MS, CLAIM_MS), woken.append)
+
+    written = index.set_cron(SHARD, None, None if new is None else ScheduleMember.decode(new), next_fire_ms)
+
+    assert written is (new is not None)
+    assert woken == ([SHARD] if want_woken else [])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import cast
 
 from redis.exceptions import NoScriptError
@@ -12,28 +12,19 @@ from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.base import SHARDS_POLL_MS, RedisBase
 from hookline.domain import constants
 from hookline.domain.delivery import PromoteResult
-from hookline.domain.idle import WakePolicy
 from hookline.domain.models import Member
 
 # index.lua's reply: bit 0 the member went onto the ready stream, bit 1 this call took the wake claim.
-_PLACED_READY, _WOKE = 1, 2
+_PLACED_READY = 1
 
 
 class RedisDueIndex(RedisBase):
     """Keeps the due ZSETs, the wake lists and the in-flight ZSETs' membership (hookline.ports.DueIndex).
 
-    With wake_promoters_with() configured, every index call also asks index.lua whether the member needs a
-    promoter none is running for (due within the policy's horizon, no heartbeat, the claim taken), and
-    calls on_wake(shard) for each call that took the claim: one caller in a burst starts a promoter.
+    With wake_promoters_with() configured (RedisBase), every index call also asks index.lua whether the
+    member needs a promoter none is running for (due within the policy's horizon, no heartbeat, the claim
+    taken), and calls on_wake(shard) for each call that took the claim: one caller in a burst starts one.
     """
-
-    _wake_policy: WakePolicy | None = None
-    _on_wake: Callable[[int], None] | None = None
-
-    def wake_promoters_with(self, policy: WakePolicy, on_wake: Callable[[int], None]) -> None:
-        """Makes index calls wake a promoter when one is needed; on_wake must not raise."""
-        self._wake_policy = policy
-        self._on_wake = on_wake
 
     def index(self, member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool = False) -> bool:
         """Indexes a member for its due time; returns True when it went straight onto the ready stream.
@@ -41,15 +32,10 @@ class RedisDueIndex(RedisBase):
         new_member: the member was never indexed (its job or generation was created a moment ago), so it
         cannot be in the due ZSET and a member due now needs no ZREM there (see index.lua).
         """
-        keys, args = _index_call(member, shard, due_ms, now_ms, new_member, self._wake_policy)
+        keys, args = _index_call(member, shard, due_ms, now_ms, new_member, self._wake_call(shard))
         result = int(cast(int, self._scripts["index"](keys=keys, args=args)))
         self._woke(shard, result)
         return result & _PLACED_READY == _PLACED_READY
-
-    def _woke(self, shard: int, result: int) -> None:
-        """Starts a promoter when index.lua says this call took the wake claim."""
-        if result & _WOKE and self._on_wake is not None:
-            self._on_wake(shard)
 
     def index_many(
         self, entries: Sequence[tuple[Member, int, int]], now_ms: int, new_member: bool = False
@@ -70,7 +56,7 @@ class RedisDueIndex(RedisBase):
             return
         pipe = self._redis.pipeline(transaction=False)
         for member, shard, due_ms in entries:
-            keys, args = _index_call(member, shard, due_ms, now_ms, new_member, self._wake_policy)
+            keys, args = _index_call(member, shard, due_ms, now_ms, new_member, self._wake_call(shard))
             pipe.evalsha(script.sha, len(keys), *keys, *args)
         results = pipe.execute(raise_on_error=False)
         errors = [r for r in results if isinstance(r, Exception) and not isinstance(r, NoScriptError)]
@@ -176,9 +162,14 @@ class RedisDueIndex(RedisBase):
 
 
 def _index_call(
-    member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool, wake: WakePolicy | None = None
+    member: Member,
+    shard: int,
+    due_ms: int,
+    now_ms: int,
+    new_member: bool,
+    wake: tuple[list[str], list[str | int]] = ([], []),
 ) -> tuple[list[str], list[str | int]]:
-    """Returns the keys and arguments of index.lua for one member (with wake: those of the wake claim)."""
+    """Returns the keys and arguments of index.lua for one member (with wake: the wake claim's, appended)."""
     keys = [
         redis_keys.due_key(shard),
         redis_keys.ready_stream(shard),
@@ -186,7 +177,4 @@ def _index_call(
         redis_keys.wake_key(shard),
     ]
     args: list[str | int] = [member.encode(), due_ms, now_ms, int(new_member)]
-    if wake is not None:
-        keys += [redis_keys.promoter_alive_key(shard), redis_keys.wake_claim_key(shard)]
-        args += [wake.horizon_ms, wake.claim_ms]
-    return keys, args
+    return keys + wake[0], args + wake[1]
