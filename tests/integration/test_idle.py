@@ -111,6 +111,11 @@ def test_given_no_promoter_when_a_burst_is_submitted_due_soon_then_exactly_one_i
     # every one ends once the work is done: nothing runs in an idle deployment
     wait_until(lambda: lam.running("promote") == 0 and lam.running("execute") == 0, timeout_s=20)
     assert lam.invoked["execute"] >= 1
+    # within the first wake's claim time (10 s), the next job due soon wakes a promoter again: the one that
+    # ended cleared the claims as it stood down
+    submit(api, receiver, delay_s=0.5)
+    receiver.wait_for(41, timeout_s=20)
+    assert lam.invoked["promote"] == 2
 
 
 def test_given_executor_with_nothing_to_do_when_running_then_it_ends_idle_and_clears_its_heartbeat(

@@ -204,3 +204,31 @@ def test_cron_set_wake(
 
     assert written is (new is not None)
     assert woken == ([SHARD] if want_woken else [])
+
+
+def test_given_burst_over_several_shards_when_no_promoter_runs_then_exactly_one_wakes(
+    redis_client: redis.Redis,
+) -> None:
+    woken: list[int] = []
+    index = woken_index(redis_client, woken)
+
+    for shard in range(4):
+        for job in range(3):
+            index.index(Member.decode(f"t/s{shard}-{job}/1"), shard, NOW_MS + 1_000, NOW_MS, new_member=True)
+
+    # each shard's first call took its shard's claim; only the first of those took the deployment's
+    assert woken == [0]
+    assert redis_client.exists(redis_keys.global_wake_claim_key()) == 1
+
+
+def test_given_woken_promoter_ended_idle_when_member_indexed_within_the_claim_time_then_woken_again(
+    redis_client: redis.Redis,
+) -> None:
+    woken: list[int] = []
+    index = woken_index(redis_client, woken)
+    index.index(Member.decode(A), SHARD, NOW_MS + 1_000, NOW_MS, new_member=True)
+
+    index.stand_down([SHARD])  # the woken promoter ran and ended, well within CLAIM_MS
+    index.index(Member.decode(B), SHARD, NOW_MS + 1_000, NOW_MS, new_member=True)
+
+    assert woken == [SHARD, SHARD]

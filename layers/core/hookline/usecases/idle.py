@@ -4,8 +4,9 @@ The promoter reads the streams' contents at most once a check interval and appli
 hookline.domain.idle.promoter_may_exit. Ending goes in two steps, so that no member indexed meanwhile is
 stranded until the next tick:
 
-1. stand down: delete the promoter heartbeat of every shard. From here on index.lua sees no promoter, and an
-   index call of a member due within the horizon takes the wake claim and starts one.
+1. stand down: delete the promoter heartbeat and the wake claims of every shard. From here on index.lua sees
+   no promoter, and an index call of a member due within the horizon takes the wake claim and starts one
+   (a claim left from the wake that started this promoter would otherwise stop that for its claim time).
 2. look again: one more tick over every shard (promote what is due, read the earliest due time) and one
    more read of the streams, the heartbeat left unset. A member indexed before step 1 is seen here; if
    anything now falls within the horizon or the streams hold something, the promoter carries on (its next

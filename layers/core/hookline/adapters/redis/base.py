@@ -72,8 +72,17 @@ class RedisBase:
         self._on_wake = on_wake
 
     def _woke(self, shard: int, result: int) -> None:
-        """Starts a promoter when a script's reply has bit 1 set: this call took the wake claim."""
-        if result & WOKE and self._on_wake is not None:
+        """Starts a promoter when a script's reply has bit 1 set (this call took the shard's wake claim) and
+        the deployment-wide claim is free: one promoter per burst, whichever shards it touches."""
+        if not result & WOKE or self._on_wake is None or self._wake_policy is None:
+            return
+        try:
+            taken = self._redis.set(
+                redis_keys.global_wake_claim_key(), b"1", nx=True, px=self._wake_policy.claim_ms
+            )
+        except redis.RedisError:
+            taken = True  # Redis answered the script a moment ago: better a second promoter than none
+        if taken:
             self._on_wake(shard)
 
     def _wake_call(self, shard: int) -> tuple[list[str], list[str | int]]:

@@ -91,11 +91,16 @@ class RedisDueIndex(RedisBase):
         return PromoteResult(int(moved), None if int(next_due) < 0 else int(next_due))
 
     def stand_down(self, shards: Sequence[int]) -> None:
-        """Deletes the shards' promoter heartbeats (a promoter ending idle): from here on an index call of a
-        member due soon wakes a promoter. One DEL per shard (their slots differ), pipelined."""
+        """Deletes the shards' promoter heartbeats and wake claims, and the deployment-wide claim (a promoter
+        ending idle): from here on the next index call of a member due soon wakes a promoter, even within
+        the claim time of the wake that started this one. One DEL per key (shards differ in slot), pipelined.
+        """
         pipe = self._redis.pipeline(transaction=False)
         for shard in shards:
+            # One key a DEL: the cluster client's pipeline refuses a DEL of several keys.
             pipe.delete(redis_keys.promoter_alive_key(shard))
+            pipe.delete(redis_keys.wake_claim_key(shard))
+        pipe.delete(redis_keys.global_wake_claim_key())
         pipe.execute()
 
     def in_flight(self, shards: Sequence[int]) -> int:

@@ -80,6 +80,12 @@ def fan_out_key() -> str:
     return "{hl:fanout}:executors"
 
 
+def global_wake_claim_key() -> str:
+    """STRING with an expiry: the deployment-wide wake claim. A shard's claim (index.lua) bounds the callers
+    to one per shard; this one (SET NX PX by that caller) to one per burst over every shard."""
+    return "{hl:fanout}:wake-claim"
+
+
 def executor_alive_key() -> str:
     """STRING with an expiry: some executor is reading (each refreshes it every recovery pass, deletes it
     when it ends idle); the fan-out starts one when the streams hold work and no such key exists."""
