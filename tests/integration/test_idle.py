@@ -143,3 +143,46 @@ def test_given_quiet_deployment_when_the_first_job_arrives_then_it_fires_and_nev
     # The lateness is measured, not asserted (docs/timing.md, idle mode): printed for the record.
     print(f"first job after a quiet period: {request.received_ms - due_ms} ms after its due time")
     assert lam.invoked["promote"] == 2  # the tick's, then the woken one
+
+
+def test_given_entry_left_pending_by_a_gone_executor_when_an_idle_executor_runs_then_it_delivers_it_first(
+    receiver: Receiver, idle_settings: Settings
+) -> None:
+    # idle after 0.2 s, shorter than the 0.5 s before a gone executor's entry is re-delivered
+    lam = ThreadLambda(dataclasses.replace(idle_settings, executor_idle_ms=200))
+    try:
+        _run_gone_executor_case(lam, receiver, idle_settings)
+    finally:
+        lam.close()
+
+
+def _run_gone_executor_case(lam: ThreadLambda, receiver: Receiver, idle_settings: Settings) -> None:
+    api = lam.container()
+    for shard in range(idle_settings.shards):
+        redis_client_for(api).set(
+            redis_keys.promoter_alive_key(shard), "1", px=60_000
+        )  # no wake: no promoter
+    job_id, _ = submit(api, receiver)  # due now: straight onto the ready stream
+    gone = Container(idle_settings, consumer="gone-executor")
+    try:
+        for shard in range(idle_settings.shards):
+            gone.index.ensure_group(shard)
+        taken = [
+            entry for shard in range(idle_settings.shards) for entry in gone.index.read_ready([shard], 10, 0)
+        ]
+        assert len(taken) == 1  # pending under an executor that never finishes it
+    finally:
+        gone.close()
+
+    lam.invoke("execute")
+
+    # it stays past its idle time for the entry another executor left, re-delivers it once idle
+    # (0.5 s), and delivers it once the gone attempt's lease could no longer hold
+    (request,) = receiver.wait_for(1, timeout_s=20)
+    assert request.headers["webhook-id"] == job_id
+    wait_until(lambda: lam.ended["execute"] == 1, timeout_s=15)
+    assert api.jobs.get(TENANT, job_id).status is JobStatus.SUCCEEDED
+
+
+def redis_client_for(container: Container) -> redis.Redis:
+    return container.redis
