@@ -158,3 +158,30 @@ def test_given_job_indexed_as_it_stands_down_when_last_look_sees_it_then_carries
 
     assert moved == 1
     assert clock.now_ms() >= NOW + 30_000
+
+
+def test_given_refused_idle_settings_when_wiring_then_the_index_wakes_nothing_and_the_promoter_refuses() -> (
+    None
+):
+    from hookline.plumbing.settings import Settings
+    from hookline.plumbing.wiring import Container
+
+    container = Container(Settings(promote_function="hookline-promote", idle_horizon_ms=30_000))
+    try:
+        assert container.index._wake_policy is None  # the API and executors go on, waking no promoter
+        with pytest.raises(ValueError, match="must exceed the schedule"):
+            _ = container.idle_policy
+    finally:
+        container.close()
+
+
+def test_given_no_promote_function_when_wiring_then_idle_mode_is_off() -> None:
+    from hookline.plumbing.settings import Settings
+    from hookline.plumbing.wiring import Container
+
+    container = Container(Settings())
+    try:
+        assert not container.idle_policy.enabled
+        assert container.index._wake_policy is None
+    finally:
+        container.close()

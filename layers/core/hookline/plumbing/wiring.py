@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -50,6 +51,8 @@ from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
 from hookline.usecases.shards import StartUpChecks, check_bucket_count, check_shard_count
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline.usecases.submit import JobSubmitter
+
+logger = logging.getLogger(__name__)
 
 # botocore's defaults (60 s connect and read timeouts) let one call to a browned-out DynamoDB hang a
 # thread for minutes, far past the lease (10 s) the executor holds: the attempt would then start or finish
@@ -268,7 +271,13 @@ class Container:
     def index(self) -> RedisIndex:
         """The Redis live indexes; in idle mode every index call may wake a promoter (index.lua's claim)."""
         index = RedisIndex(self.redis, consumer=self.consumer, clock=self.engine_clock, metrics=self.metrics)
-        wake = self.idle_policy.wake()
+        try:
+            wake = self.idle_policy.wake()
+        except ValueError:
+            # Refused loudly by the promoter (its function fails at every tick, and alarms); the API and the
+            # executors go on without waking one meanwhile.
+            logger.exception("idle mode's settings are refused; no promoter is woken")
+            wake = None
         if wake is not None:
             index.wake_promoters_with(wake, self._wake_promoter)
         return index
