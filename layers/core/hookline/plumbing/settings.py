@@ -92,7 +92,12 @@ class Settings:
 
     def idle_policy(self) -> IdlePolicy:
         """Returns the promoter's idle policy; ValueError when the horizon is not above the schedule."""
-        return IdlePolicy(horizon_ms=self.idle_horizon_ms, grace_ms=self.idle_grace_ms)
+        # The heartbeat outlasts three sweeps (a promoter visits every shard each longest sleep) and a slow tick.
+        return IdlePolicy(
+            horizon_ms=self.idle_horizon_ms,
+            grace_ms=self.idle_grace_ms,
+            alive_ms=3 * self.promoter_max_sleep_ms + 2_000,
+        )
 
     def cron_tenant_floors_ms(self) -> dict[str, int]:
         """Returns the per-tenant frequency floors parsed from "tenant=ms,tenant=ms"."""
