@@ -92,7 +92,7 @@ class Settings:
 
     def idle_policy(self) -> IdlePolicy:
         """Returns the promoter's idle policy; ValueError when the horizon is not above the schedule."""
-        # The heartbeat outlasts three sweeps (a promoter visits every shard each longest sleep) and a slow tick.
+        # The heartbeat outlasts three sweeps (a promoter visits every shard each longest sleep) and a tick.
         return IdlePolicy(
             horizon_ms=self.idle_horizon_ms,
             grace_ms=self.idle_grace_ms,
