@@ -34,6 +34,7 @@ def idle_settings(settings: Settings) -> Settings:
         settings,
         promote_function="hookline-promote",
         execute_function="hookline-execute",
+        reap_function="hookline-reap",
         idle_grace_ms=300,
         executor_idle_ms=1_000,
     )
@@ -186,3 +187,26 @@ def _run_gone_executor_case(lam: ThreadLambda, receiver: Receiver, idle_settings
 
 def redis_client_for(container: Container) -> redis.Redis:
     return container.redis
+
+
+def test_given_nothing_due_when_a_tick_starts_a_reaper_then_its_watch_ends_after_the_pass_and_the_grace(
+    lam: ThreadLambda,
+) -> None:
+    lam.invoke("reap")  # the schedule's tick
+
+    wait_until(lambda: lam.ended["reap"] == 1, timeout_s=20)
+
+
+def test_given_job_due_within_the_horizon_when_a_tick_starts_a_reaper_then_it_watches(
+    lam: ThreadLambda, redis_client: redis.Redis, receiver: Receiver, idle_settings: Settings
+) -> None:
+    api = lam.container()
+    for shard in range(idle_settings.shards):
+        redis_client.set(redis_keys.promoter_alive_key(shard), "1", px=60_000)  # no wake
+    submit(api, receiver, delay_s=70)
+    lam.stop_at_ms = redis_client.time()[0] * 1000 + 5_000
+
+    lam.invoke("reap")
+    time.sleep(3)  # past the pass and the grace: an idle reaper would have ended
+
+    assert lam.running("reap") == 1

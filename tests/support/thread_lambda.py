@@ -15,6 +15,7 @@ from hookline.plumbing.wiring import Container
 # The invocations' deadlines: far beyond what the tests wait, so only an idle exit ends them in time.
 PROMOTE_RUN_MS = 60_000
 EXECUTE_RUN_MS = 60_000
+REAP_RUN_MS = 60_000
 
 
 class ThreadLambda:
@@ -25,8 +26,8 @@ class ThreadLambda:
         self._settings = settings
         self._start_delay_s = start_delay_ms / 1000  # stands for a cold start (bench/idle_mode.py)
         self._lock = threading.Lock()
-        self.invoked = {"promote": 0, "execute": 0}
-        self.ended = {"promote": 0, "execute": 0}
+        self.invoked = {"promote": 0, "execute": 0, "reap": 0}
+        self.ended = {"promote": 0, "execute": 0, "reap": 0}
         self._threads: list[threading.Thread] = []
         self._containers: list[Container] = []
         self.stop_at_ms: int | None = None  # a test's end: every loop's deadline is capped at it
@@ -36,6 +37,7 @@ class ThreadLambda:
         built = Container(self._settings, consumer=f"c-{len(self._containers)}")
         built.promoter_waker = _Waker(self)  # type: ignore[misc]
         built.executor_launcher = _Launcher(self)  # type: ignore[misc]
+        built.reaper_waker = _Waker(self, "reap")  # type: ignore[misc]
         with self._lock:
             self._containers.append(built)
         return built
@@ -60,6 +62,8 @@ class ThreadLambda:
             if function == "promote":
                 deadline = self._capped(now_ms + PROMOTE_RUN_MS)
                 container.fan_out.promote_until(container.promoter, deadline)
+            elif function == "reap":
+                container.reaper.watch(self._capped(now_ms + REAP_RUN_MS))
             else:
                 container.executor.run(self._capped(now_ms + EXECUTE_RUN_MS), block_ms=100)
         finally:
@@ -78,11 +82,12 @@ class ThreadLambda:
 
 
 class _Waker:
-    def __init__(self, lam: ThreadLambda) -> None:
+    def __init__(self, lam: ThreadLambda, function: str = "promote") -> None:
         self._lambda = lam
+        self._function = function
 
     def wake(self) -> bool:
-        self._lambda.invoke("promote")
+        self._lambda.invoke(self._function)
         return True
 
 

@@ -329,6 +329,25 @@ def test_given_function_that_indexes_when_listing_policies_then_it_may_invoke_th
     assert template["Resources"]["PromoteFunction"]["Properties"]["FunctionName"] in invokable
 
 
+def test_given_reap_wake_variable_when_compared_with_reap_function_then_names_match(
+    template: dict[str, Any],
+) -> None:
+    env = function_environment(template, "SubmitFunction")
+    reap = template["Resources"]["ReapFunction"]["Properties"]
+
+    assert env["HOOKLINE_REAP_FUNCTION"] == reap["FunctionName"]
+
+
+@pytest.mark.parametrize("function_id", ["SubmitFunction", "PromoteFunction", "ExecuteFunction"])
+def test_given_function_that_notes_unindexed_jobs_when_listing_policies_then_it_may_invoke_the_reaper(
+    template: dict[str, Any], function_id: str
+) -> None:
+    policies = template["Resources"][function_id]["Properties"]["Policies"]
+    invokable = [p["LambdaInvokePolicy"]["FunctionName"] for p in policies if "LambdaInvokePolicy" in p]
+
+    assert template["Resources"]["ReapFunction"]["Properties"]["FunctionName"] in invokable
+
+
 def test_given_idle_settings_when_read_from_template_then_the_horizon_exceeds_the_promote_schedule(
     template: dict[str, Any],
 ) -> None:

@@ -437,6 +437,10 @@ class PromoterPresence(Protocol):
         """Deletes the shards' promoter heartbeats: index calls wake a promoter from then on."""
         ...
 
+    def earliest_due(self, shards: Sequence[int]) -> int | None:
+        """Returns the earliest due member's or schedule's time over the shards (None: nothing)."""
+        ...
+
 
 class ExecutorPresence(Protocol):
     """Whether some executor is reading (Redis), so the fan-out starts one only when none is."""

@@ -185,3 +185,44 @@ def test_given_no_promote_function_when_wiring_then_idle_mode_is_off() -> None:
         assert container.index._wake_policy is None
     finally:
         container.close()
+
+
+class Notes:
+    def __init__(self) -> None:
+        self.noted: list[str] = []
+
+    def note_unindexed(self, member: object, shard: int, due_ms: int, now_ms: int) -> None:
+        self.noted.append(str(member))
+
+    def unindexed(self, shards: Sequence[int]) -> list[object]:
+        return []
+
+    def clear_unindexed(self, shard: int, version: int) -> bool:
+        return True
+
+
+class CountingWaker:
+    def __init__(self) -> None:
+        self.woken = 0
+
+    def wake(self) -> bool:
+        self.woken += 1
+        return True
+
+
+def test_given_jobs_noted_during_an_outage_when_idle_then_one_reaper_start_per_interval() -> None:
+    from hookline.domain.models import Member
+    from hookline.usecases.idle import REAPER_WAKE_EVERY_MS, WakingUnindexedLog
+
+    clock = FrozenClock(NOW)
+    notes, waker = Notes(), CountingWaker()
+    log = WakingUnindexedLog(notes, waker, clock, NullMetrics())  # type: ignore[arg-type]
+    member = Member.decode("t/a/1")
+
+    for _ in range(5):
+        log.note_unindexed(member, 0, NOW, NOW)
+    clock.advance(REAPER_WAKE_EVERY_MS)
+    log.note_unindexed(member, 0, NOW, NOW)
+
+    assert len(notes.noted) == 6  # every job is noted
+    assert waker.woken == 2  # the first note of each interval starts a reaper

@@ -71,6 +71,9 @@ class Settings:
     idle_grace_ms: int = IdlePolicy.grace_ms
     executor_idle_ms: int = constants.EXECUTOR_IDLE_MS
     promote_function: str | None = None
+    # The reap function a writer that noted a job (Redis failed its index write) invokes, so an idle reaper
+    # (its watch ended early) does not leave the note to the next tick; None: the watch never ends early.
+    reap_function: str | None = None
     # Cron: the shortest gap between two occurrences of a schedule (1000 ms: cron's own limit, so no floor),
     # per-tenant overrides as "tenant=ms,tenant=ms", and how late an occurrence may fire before it counts
     # as missed (then the schedule's catch-up policy applies). Keep the grace above the claim expiry
@@ -143,6 +146,7 @@ class Settings:
             idle_grace_ms=int(env.get("HOOKLINE_IDLE_GRACE_MS") or default.idle_grace_ms),
             executor_idle_ms=int(env.get("HOOKLINE_EXECUTOR_IDLE_MS") or default.executor_idle_ms),
             promote_function=env.get("HOOKLINE_PROMOTE_FUNCTION") or None,
+            reap_function=env.get("HOOKLINE_REAP_FUNCTION") or None,
             cron_min_interval_ms=int(env.get("HOOKLINE_CRON_MIN_INTERVAL_MS", default.cron_min_interval_ms)),
             cron_tenant_min_interval_ms=env.get("HOOKLINE_CRON_TENANT_MIN_INTERVAL_MS", ""),
             cron_misfire_grace_ms=int(

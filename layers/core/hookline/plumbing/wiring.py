@@ -36,12 +36,12 @@ from hookline.domain.clock import SystemClock
 from hookline.domain.errors import IndexUnavailable
 from hookline.domain.idle import IdlePolicy
 from hookline.plumbing.settings import Settings
-from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics, PromoterWaker
+from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics, PromoterWaker, UnindexedLog
 from hookline.usecases.auth import Authenticator
 from hookline.usecases.circuit import Circuit, CircuitStats
 from hookline.usecases.cron import CronRunner, ScheduleReconciler
 from hookline.usecases.execute import Executor
-from hookline.usecases.idle import IdleWatch, NoWaker, Wake
+from hookline.usecases.idle import IdleWatch, NoWaker, Wake, WakingUnindexedLog
 from hookline.usecases.manage import JobManager
 from hookline.usecases.promote import Promoter
 from hookline.usecases.reap import Reaper
@@ -296,6 +296,29 @@ class Container:
         return self.settings.idle_policy()
 
     @cached_property
+    def reaper_waker(self) -> PromoterWaker:
+        """Starts a reaper: an async invoke of HOOKLINE_REAP_FUNCTION (tests swap it)."""
+        name = self.settings.reap_function
+        if name is None:
+            return NoWaker()
+        settings = self.settings
+        return LambdaWaker(
+            lambda: boto3.client(
+                "lambda", endpoint_url=settings.aws_endpoint_url, region_name=settings.aws_region
+            ),
+            name,
+        )
+
+    @cached_property
+    def reaper_idles(self) -> bool:
+        """Whether the reaper's watch may end early: idle mode on, and a noted job can start a reaper."""
+        wakeable = self.settings.reap_function is not None or "reaper_waker" in self.__dict__
+        try:
+            return wakeable and self.idle_policy.enabled
+        except ValueError:
+            return False
+
+    @cached_property
     def promoter_waker(self) -> PromoterWaker:
         """Starts a promoter: an async invoke of HOOKLINE_PROMOTE_FUNCTION (the local stack swaps it)."""
         name = self.settings.promote_function
@@ -341,9 +364,13 @@ class Container:
         return Authenticator(self.keys, self.clock)
 
     @cached_property
-    def unindexed(self) -> DynamoUnindexedLog:
-        """Jobs written while Redis failed them, noted in the API keys table for the reaper."""
-        return DynamoUnindexedLog(self.dynamodb, self.settings.api_keys_table)
+    def unindexed(self) -> UnindexedLog:
+        """Jobs written while Redis failed them, noted in the API keys table for the reaper; in idle mode a
+        note also starts a reaper (usecases/idle.py WakingUnindexedLog)."""
+        log = DynamoUnindexedLog(self.dynamodb, self.settings.api_keys_table)
+        if not self.reaper_idles:
+            return log
+        return WakingUnindexedLog(log, self.reaper_waker, self.clock, self.metrics)
 
     @cached_property
     def redis_circuit(self) -> Circuit:
@@ -499,6 +526,10 @@ class Container:
                 self.engine_clock,
             ),
             stats=self.stats,
+            idle=IdleWatch(self.index, self.engine_clock, self.shards, self.metrics, self.idle_policy)
+            if self.reaper_idles
+            else None,
+            presence=self.index,
         )
 
     @cached_property

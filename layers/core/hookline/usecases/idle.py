@@ -22,7 +22,9 @@ import logging
 from collections.abc import Sequence
 
 from hookline.domain.idle import IdlePolicy, promoter_may_exit
-from hookline.ports import Clock, MetricsSink, PromoterPresence, PromoterWaker
+from hookline.domain.models import Member
+from hookline.domain.reconcile import UnindexedJobs
+from hookline.ports import Clock, MetricsSink, PromoterPresence, PromoterWaker, UnindexedLog
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +80,11 @@ class IdleWatch:
                 self._empty_since_ms = now_ms
         return promoter_may_exit(self._policy, now_ms, next_due_ms, self._empty_since_ms)
 
+    def busy(self) -> None:
+        """Notes work the streams do not show (a reaper's rebuild or notes): the grace starts over."""
+        self._empty_since_ms = None
+        self._next_check_ms = 0
+
     def stand_down(self) -> None:
         """Deletes every shard's promoter heartbeat (step 1 of ending)."""
         self._presence.stand_down(self._shards)
@@ -114,3 +121,46 @@ class NoWaker:
     def wake(self) -> bool:
         """Starts nothing."""
         return False
+
+
+# A process wakes the reaper for its notes at most this often (a Redis outage notes every job submitted).
+REAPER_WAKE_EVERY_MS = 5_000
+
+
+class WakingUnindexedLog:
+    """An UnindexedLog that also starts a reaper after noting a job (idle mode).
+
+    An idle reaper ends its watch early, and only its watch indexes noted jobs about a second after Redis
+    answers; so the first note in a while starts one (an asynchronous invoke of the reap function), which
+    watches while notes remain or Redis is away. At most one start per REAPER_WAKE_EVERY_MS per process;
+    a failed start is counted and the next tick (within a minute) is the backstop.
+    """
+
+    def __init__(self, log: UnindexedLog, waker: PromoterWaker, clock: Clock, metrics: MetricsSink) -> None:
+        self._log = log
+        self._waker = waker
+        self._clock = clock
+        self._metrics = metrics
+        self._next_wake_ms = 0
+
+    def note_unindexed(self, member: Member, shard: int, due_ms: int, now_ms: int) -> None:
+        """Notes the job, then starts a reaper unless this process did within REAPER_WAKE_EVERY_MS."""
+        self._log.note_unindexed(member, shard, due_ms, now_ms)
+        now = self._clock.now_ms()
+        if now < self._next_wake_ms:
+            return
+        self._next_wake_ms = now + REAPER_WAKE_EVERY_MS
+        try:
+            started = self._waker.wake()
+        except Exception:
+            logger.exception("waking a reaper failed")
+            started = False
+        self._metrics.count("ReaperWakes" if started else "ReaperWakeFailures", 1)
+
+    def unindexed(self, shards: Sequence[int]) -> list[UnindexedJobs]:
+        """Returns the notes of the given shards that hold anything."""
+        return self._log.unindexed(shards)
+
+    def clear_unindexed(self, shard: int, version: int) -> bool:
+        """Deletes the shard's note if it is still at version."""
+        return self._log.clear_unindexed(shard, version)

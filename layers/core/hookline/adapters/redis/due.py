@@ -103,6 +103,16 @@ class RedisDueIndex(RedisBase):
         pipe.delete(redis_keys.global_wake_claim_key())
         pipe.execute()
 
+    def earliest_due(self, shards: Sequence[int]) -> int | None:
+        """Returns the earliest due member's or schedule's time (a claimed schedule: its claim's expiry) over
+        the shards' due and cron ZSETs; None when they hold nothing. One pipelined round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        for shard in shards:
+            pipe.zrange(redis_keys.due_key(shard), 0, 0, withscores=True)
+            pipe.zrange(redis_keys.cron_key(shard), 0, 0, withscores=True)
+        scores = [int(score) for first in pipe.execute() for _, score in first]
+        return min(scores) if scores else None
+
     def in_flight(self, shards: Sequence[int]) -> int:
         """Returns the members in the shards' ready streams, read or not (their in-flight ZSETs' sizes)."""
         pipe = self._redis.pipeline(transaction=False)
