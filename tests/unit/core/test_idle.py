@@ -226,3 +226,21 @@ def test_given_jobs_noted_during_an_outage_when_idle_then_one_reaper_start_per_i
 
     assert len(notes.noted) == 6  # every job is noted
     assert waker.woken == 2  # the first note of each interval starts a reaper
+
+
+def test_given_reap_function_when_wiring_then_notes_wake_a_reaper_and_its_watch_may_end_idle() -> None:
+    from hookline.plumbing.settings import Settings
+    from hookline.plumbing.wiring import Container
+    from hookline.usecases.idle import WakingUnindexedLog
+
+    settings = Settings(promote_function="hookline-promote", reap_function="hookline-reap")
+    container = Container(settings)
+    bare = Container(Settings(promote_function="hookline-promote"))
+    try:
+        assert isinstance(container.unindexed, WakingUnindexedLog)
+        assert container.reaper_idles
+        assert not isinstance(bare.unindexed, WakingUnindexedLog)
+        assert not bare.reaper_idles  # no reaper can be started for a note: the watch runs to its deadline
+    finally:
+        container.close()
+        bare.close()
