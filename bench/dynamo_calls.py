@@ -9,9 +9,9 @@
 moto runs as its own process (`moto_server`), so the CPU measured is only this thread's (time.thread_time):
 building the request, botocore's validation, serialisation, signing, sending, parsing the reply and the
 adapter's decoding of it; the emulator's work and the wire wait are not in it. Each job is created (put,
-not measured), then claimed (update_item, conditional, ALL_OLD) and finished (transact_write_items: the
-execution record and the fenced job update), each measured alone. For reference, a plain `get_item` of
-the job is measured through the same client: botocore's floor for one call.
+not measured), then claimed (update_item, conditional, ALL_OLD) and finished (a first attempt: one fenced
+update_item that writes the execution record into the job item), each measured alone. For reference, a
+plain `get_item` of the job is measured through the same client: botocore's floor for one call.
 
 Each run measures the clients in turn: boto3's alone ("boto3"), the JSON client the engine wires in
 (adapters/dynamo/json_client.py, boto3 behind it for every other operation: "lean"), and the same JSON

@@ -13,8 +13,9 @@ import threading
 from collections import Counter, deque
 from collections.abc import Callable
 
-from bench.compare.dynamo_units import item_size, read_units, write_units
+from bench.compare.dynamo_units import item_size, read_units, value_size, write_units
 from hookline.adapters.dynamo import codec, tables
+from hookline.adapters.dynamo.job_store import split_executions
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.keys import KeyRecord, SigningSecrets
 from hookline.domain.models import Execution, Job, JobStatus, Member
@@ -29,9 +30,12 @@ LIVE_JOB_ITEM_BYTES = 200
 GROWTH_BYTES = 64
 # The live index's writes (DynamoDB bills a GSI its own WRU: one per started KB of the projected item per
 # index write, and two when a table write changes the index's key, a delete then a put; the emulators do
-# not bill indexes, so the meter derives them from which writes add, move or remove a job's live keys).
+# not bill indexes, so the meter derives them from which writes add, move, change or remove a job's live
+# item).
 INDEX_PUT = write_units(LIVE_JOB_ITEM_BYTES)  # the job becomes live: its index item is put
-INDEX_MOVE = 2 * write_units(LIVE_JOB_ITEM_BYTES)  # live_due_ms changes (claim, lease renewal, retry)
+INDEX_MOVE = 2 * write_units(LIVE_JOB_ITEM_BYTES)  # live_due_ms changes (a retry's new due time)
+# Only projected attributes change (status, lease, updated_ms): a claim, a take-over, a lease renewal.
+INDEX_UPDATE = write_units(LIVE_JOB_ITEM_BYTES)
 INDEX_DELETE = write_units(LIVE_JOB_ITEM_BYTES)  # the job ends: its live attributes are removed
 
 
@@ -136,9 +140,10 @@ class MeteredJobStore:
     """JobStore and JobAdminStore over FakeJobStore; a refused write is still metered (DynamoDB bills it).
 
     A job's item is sized once (serialised as the adapter does), as created, and its later writes are
-    priced at that size plus GROWTH_BYTES. Sizes are taken when the meter's totals are read, not during
-    the calls (see DynamoMeter). Units are whole KB, so the allowance only matters for jobs within 64
-    bytes of a KB boundary.
+    priced at that size plus GROWTH_BYTES, plus attempt 1's record once a finish put it in the item
+    (tables.FIRST_EXECUTION, sized as the adapter writes it). Sizes are taken when the meter's totals are
+    read, not during the calls (see DynamoMeter). Units are whole KB, so the allowance only matters for
+    jobs within 64 bytes of a KB boundary.
     """
 
     def __init__(self, inner: FakeJobStore, meter: DynamoMeter) -> None:
@@ -146,6 +151,7 @@ class MeteredJobStore:
         self._meter = meter
         self._created: dict[tuple[str, str], Job] = {}  # each job as created, sized when first priced
         self._sizes: dict[tuple[str, str], int] = {}
+        self._firsts: dict[tuple[str, str], Execution] = {}  # attempt 1's record, once in the job item
 
     def _created_bytes(self, key: tuple[str, str]) -> int:
         size = self._sizes.get(key)
@@ -153,14 +159,19 @@ class MeteredJobStore:
             size = self._sizes[key] = job_bytes(self._created[key])
         return size
 
-    def _sized(self, job: Job | None) -> Callable[[], int]:
-        """Returns how to size job's item later (0 for no job)."""
+    def _sized(self, job: Job | None, first: Execution | None = None) -> Callable[[], int]:
+        """Returns how to size job's item later (0 for no job): as it is now, or with first, attempt 1's
+        record, written into it."""
         if job is None:
             return lambda: 0
         key = (job.tenant, job.job_id)
+        first = first or self._firsts.get(key)
+        record = (
+            0 if first is None else len(tables.FIRST_EXECUTION) + value_size(codec.execution_to_map(first))
+        )
         if key not in self._created:
-            return lambda: job_bytes(job)
-        return lambda: self._created_bytes(key) + GROWTH_BYTES
+            return lambda: job_bytes(job) + record
+        return lambda: self._created_bytes(key) + GROWTH_BYTES + record
 
     def _size(self, job: Job) -> int:
         return self._sized(job)()
@@ -198,11 +209,12 @@ class MeteredJobStore:
             self._meter.record_later("GetItem", lambda: (0.0, read_units(sized())))
 
     def claim(self, member: Member, now_ms: int) -> Claim:
-        """UpdateItem with ReturnValues ALL_OLD (no read is billed for the returned item)."""
+        """UpdateItem with ReturnValues ALL_OLD (no read is billed for the returned item); on the index,
+        projected attributes change, not its key."""
         claim: Claim | None = None
         try:
             claim = self._inner.claim(member, now_ms)
-            self._meter.index_write(INDEX_MOVE)
+            self._meter.index_write(INDEX_UPDATE)
             return claim
         finally:
             # The claim only adds to the item, so the item after it is the larger one.
@@ -210,19 +222,26 @@ class MeteredJobStore:
             self._meter.record_later("UpdateItem", lambda: (write_units(sized()), 0.0))
 
     def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
-        """TransactWriteItems: the execution puts and the job's update, each item billed twice."""
-        sized, written = self._sized(job), list(executions)
+        """Attempt 1's record goes into the job item: with no other record one UpdateItem, priced at the
+        item after it (the larger); else TransactWriteItems of the job's update and the other records'
+        puts, each item billed twice."""
+        first, later = split_executions(executions)
+        sized = self._sized(job, first)
 
         def units() -> tuple[float, float]:
+            if not later:
+                return float(write_units(sized())), 0.0
             wru = write_units(sized(), True)
-            wru += sum(write_units(item_size(codec.execution_to_item(e)), True) for e in written)
+            wru += sum(write_units(item_size(codec.execution_to_item(e)), True) for e in later)
             return wru, 0.0
 
         try:
             self._inner.finish(job, finish, executions, now_ms)
+            if first is not None:
+                self._firsts[(job.tenant, job.job_id)] = first
             self._meter.index_write(INDEX_MOVE if finish.status.is_live else INDEX_DELETE)
         finally:
-            self._meter.record_later("TransactWriteItems", units)
+            self._meter.record_later("TransactWriteItems" if later else "UpdateItem", units)
 
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
         """UpdateItem."""
@@ -233,10 +252,10 @@ class MeteredJobStore:
             self._meter.record("UpdateItem", wru=1)
 
     def renew_lease(self, job: Job, lease_expires_at_ms: int) -> None:
-        """UpdateItem, conditional on the attempt still holding the job."""
+        """UpdateItem, conditional on the attempt still holding the job; on the index, the lease changes."""
         try:
             self._inner.renew_lease(job, lease_expires_at_ms)
-            self._meter.index_write(INDEX_MOVE)
+            self._meter.index_write(INDEX_UPDATE)
         finally:
             sized = self._sized(job)
             self._meter.record_later("UpdateItem", lambda: (write_units(sized()), 0.0))
@@ -257,10 +276,20 @@ class MeteredJobStore:
             self._meter.record("Query", rru=read_units(size if n == 0 else 0, consistent=False))
 
     def executions(self, tenant: str, job_id: str) -> list[Execution]:
-        """Query of the executions table."""
+        """GetItem of the job item (attempt 1's record), then a Query of the executions table unless the
+        job made no other attempt."""
         found = self._inner.executions(tenant, job_id)
-        size = sum(item_size(codec.execution_to_item(e)) for e in found)
-        self._meter.record("Query", rru=read_units(size))
+        job = self._inner.tables.jobs.get((tenant, job_id))
+        sized = self._sized(job)
+        self._meter.record_later("GetItem", lambda: (0.0, read_units(sized())))
+        first = self._firsts.get((tenant, job_id))
+        if first is None or job is None or job.attempt > tables.FIRST_ATTEMPT:
+            size = sum(
+                item_size(codec.execution_to_item(e))
+                for e in found
+                if first is None or e.attempt != tables.FIRST_ATTEMPT
+            )
+            self._meter.record("Query", rru=read_units(size))
         return found
 
     def list_jobs(

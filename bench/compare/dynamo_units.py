@@ -82,9 +82,11 @@ def estimated_units(
     """Estimates (WRU, RRU) of requests counted by operation, from the measured average item sizes.
 
     The log names operations, not items, so each is priced as Hookline's adapter uses it: a PutItem or
-    UpdateItem writes one job item; a TransactWriteItems is a finish (an execution put and the job's
-    update, both transactional); a GetItem reads one job item strongly consistently; a Query reads one
-    page (priced as one job item, eventually consistent). Other writes count one unit, reads half of one.
+    UpdateItem writes one job item (a claim, a first attempt's finish, which writes its record into the
+    job item: the average size measured includes it); a TransactWriteItems is a later attempt's finish (an
+    execution put and the job's update, both transactional); a GetItem reads one job item strongly
+    consistently; a Query reads one page (priced as one job item, eventually consistent). Other writes
+    count one unit, reads half of one.
     """
     job_wru, execution_wru = write_units(int(job_bytes)), write_units(int(execution_bytes))
     wru = 0.0
@@ -109,12 +111,13 @@ def estimated_index_units(operations: Counter[str]) -> float:
     """Estimates the live index's WRU of requests counted by operation (emulators do not bill indexes).
 
     As the adapter uses them in a one-attempt job's life: a PutItem creates a live job (its small index
-    item put, one unit), an UpdateItem claims it (its index key moves from the due time to the lease's
-    end: a delete and a put, two), a TransactWriteItems finishes it (its index item removed, one).
+    item put, one unit), an UpdateItem claims it (projected attributes change, the key stays: one) and
+    another finishes it (its index item removed, one); a TransactWriteItems finishes a later attempt (one).
+    A retry's finish moves the key (two) and is priced one here: the log cannot tell it apart.
     """
     return (
         operations.get("PutItem", 0) * 1.0
-        + operations.get("UpdateItem", 0) * 2.0
+        + operations.get("UpdateItem", 0) * 1.0
         + operations.get("TransactWriteItems", 0) * 1.0
     )
 

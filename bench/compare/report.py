@@ -124,6 +124,7 @@ def cost_columns() -> list[tuple[str, Cell]]:
         ("RRU", _number("dynamodb_rru_per_job", "{:.3f}")),
         ("λ invocations", _number("lambda_invocations_per_job", "{:.3f}")),
         ("$/M marginal", _number("usd_marginal", "{:.2f}")),
+        ("$/month idle", _number("usd_idle_per_month", "{:.0f}")),
         ("$/M marginal, batch submits", _number("usd_marginal_batched", "{:.2f}")),
         (f"$/M at {reference} M/month", _number("usd_total_at_reference", "{:.2f}")),
     ]
@@ -205,11 +206,22 @@ def notes(results: list[Figures], submit_ms: float) -> list[str]:
     lines.append(
         f"$: AWS list prices ({prices.REGION}, written {prices.PRICES_WRITTEN}, bench/compare/prices.py) "
         f"for jobs submitted one per request (batch submits: 100 per request, billed the measured batch "
-        f"p50) and delivered at the first attempt; submit λ billed {submit_ms:.0f} ms; fixed costs "
-        f"(ElastiCache x2, scheduled λ, NAT) ${sum(costs.fixed_per_hour().values()):.3f}/h amortised over "
-        f"{costs.REFERENCE_JOBS_PER_MONTH / 1e6:.0f} M jobs/month (bench/compare/costs.py)"
+        f"p50) and delivered at the first attempt; submit λ billed {submit_ms:.0f} ms; idle costs of the "
+        f"default template (ElastiCache x2, scheduled λ, NAT gateway, alarms and dashboard) "
+        f"${costs.usd_idle_per_month():.0f}/month, amortised over "
+        f"{costs.REFERENCE_JOBS_PER_MONTH / 1e6:.0f} M jobs/month (bench/compare/costs.py; the cheaper "
+        f"configurations: docs/capacity.md)"
     )
+    lines.append(managed_prices())
     return lines
+
+
+def managed_prices() -> str:
+    """Returns the list prices of managed callback schedulers, with their sources, for comparison."""
+    listed = "; ".join(
+        f"{name} ${usd:.2f}/M {counted} ({source})" for name, usd, counted, source in prices.MANAGED_SERVICES
+    )
+    return f"managed services' list prices, written {prices.PRICES_WRITTEN}: {listed}"
 
 
 def write(results: list[Figures], out: Path, elapsed_s: float) -> str:
@@ -224,6 +236,7 @@ def write(results: list[Figures], out: Path, elapsed_s: float) -> str:
         "elapsed_s": elapsed_s,
         "prices": {"region": prices.REGION, "written": prices.PRICES_WRITTEN},
         "fixed_usd_per_hour": costs.fixed_per_hour(),
+        "usd_idle_per_month": costs.usd_idle_per_month(),
         "notes": run_notes,
         "results": [
             {

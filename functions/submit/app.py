@@ -1,4 +1,5 @@
-"""The API function: every /v1 route, health and OpenAPI, behind API Gateway (REST, proxy events v1)."""
+"""The API function: every /v1 route, health and OpenAPI, behind API Gateway: a REST API (proxy events
+v1) or, with ApiKind=Http, an HTTP API (payload format 2.0, answered in its own shape)."""
 
 import warnings
 from typing import Any
@@ -9,7 +10,18 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hookline.adapters.metrics import PowertoolsMetrics
-from hookline.api import context, dashboard, dead_letters, errors, gate, health, jobs, schedules, stats
+from hookline.api import (
+    context,
+    dashboard,
+    dead_letters,
+    errors,
+    gate,
+    health,
+    jobs,
+    payload,
+    schedules,
+    stats,
+)
 from hookline.plumbing.heap import freeze_start_up_heap
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.tracing import TRACED_MODULES
@@ -41,5 +53,8 @@ freeze_start_up_heap()
 @tracer.capture_lambda_handler
 @sink.log_metrics
 def handler(event: dict[str, Any], lambda_context: LambdaContext) -> dict[str, Any]:
-    """Routes one API Gateway proxy event (authenticated, rate-limited and size-checked first)."""
+    """Routes one API Gateway proxy event (authenticated, rate-limited and size-checked first); an HTTP API
+    event goes through the same gate in its REST shape (hookline/api/payload.py)."""
+    if payload.is_http_api_event(event):
+        return payload.http_api_response(gate.handle(app, payload.rest_event(event), lambda_context))
     return gate.handle(app, event, lambda_context)

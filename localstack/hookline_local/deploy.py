@@ -43,7 +43,8 @@ LAYER_TYPE = "AWS::Serverless::LayerVersion"
 ARTIFACT_BUCKET = "hookline-artifacts"
 DEPLOY_TIMEOUT_S = 120.0
 DEFAULT_ENDPOINT = "http://localhost:4566"
-_API_URL = re.compile(r"^https://(?P<api_id>[^.]+)\.execute-api\.[^/]+/(?P<stage>[^/]+)/?$")
+# A REST API's stage URL, or an HTTP API's $default stage (no stage in the path: ApiKind=Http).
+_API_URL = re.compile(r"^https://(?P<api_id>[^.]+)\.execute-api\.[^/]+(?:/(?P<stage>[^/]+))?/?$")
 _SKIPPED = {"__pycache__"}
 
 
@@ -306,7 +307,9 @@ def _events(properties: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
 
 def endpoint_api_url(api_url: str, endpoint: str) -> str:
     """Maps the ApiUrl output (https://{api}.execute-api.{region}.amazonaws.com/{stage}) to the URL that
-    reaches the same API and stage on an emulator endpoint (its /_aws/execute-api/{api}/{stage} path).
+    reaches the same API and stage on an emulator endpoint (its /_aws/execute-api/{api}/{stage} path); an
+    output without a stage (an HTTP API's $default stage) maps to /_aws/execute-api/{api}, where the emulator
+    serves that stage's routes.
 
     Raises:
         DeployError: The output is not an execute-api URL.
@@ -314,7 +317,8 @@ def endpoint_api_url(api_url: str, endpoint: str) -> str:
     match = _API_URL.match(api_url)
     if match is None:
         raise DeployError(f"ApiUrl {api_url!r} is not an execute-api URL")
-    return f"{endpoint.rstrip('/')}/_aws/execute-api/{match['api_id']}/{match['stage']}"
+    stage = f"/{match['stage']}" if match["stage"] else ""
+    return f"{endpoint.rstrip('/')}/_aws/execute-api/{match['api_id']}{stage}"
 
 
 def write_deployed(deployed: Deployed, path: Path) -> None:

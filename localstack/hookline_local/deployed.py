@@ -278,7 +278,7 @@ def stack_parameters(redis_url: str, endpoint: str, allow_loopback: bool) -> dic
         "AwsEndpointOverride": endpoint,
         "AllowLoopback": "true" if allow_loopback else "false",
         # An emulator has no NAT gateway, and the functions reach loopback callbacks without one.
-        "CreateNat": "false",
+        "Egress": "None",
         # Each execute invocation is a worker process on this machine: fan out no further than the
         # hand-wired stack does (StackOptions.max_executors); `--parameter MaxExecutors=N` raises it.
         "MaxExecutors": str(LOCAL_MAX_EXECUTORS),

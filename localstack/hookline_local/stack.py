@@ -30,6 +30,7 @@ from hookline_local.runtime import FunctionSpec, SandboxPool, function_spec, loa
 from hookline_local.scheduler import Scheduler, Timer
 from hookline_local.sink import SINK_PATH, RequestBin
 from hookline_local.template import (
+    FUNCTION_TYPE,
     api_routes,
     binary_media_types,
     create_tables,
@@ -283,9 +284,11 @@ def stack_environment(options: StackOptions, aws_endpoint: str) -> dict[str, str
 def execute_function_id(template: dict[str, Any]) -> str:
     """Returns the function the promoter fans out: the one named by HOOKLINE_EXECUTE_FUNCTION."""
     for function_id, resource in template["Resources"].items():
+        # Only functions: a Lambda permission (the HTTP API's) names a FunctionName too.
         name = resource.get("Properties", {}).get("FunctionName")
         if (
-            name is not None
+            resource.get("Type") == FUNCTION_TYPE
+            and name is not None
             and function_environment(template, function_id).get("HOOKLINE_EXECUTE_FUNCTION") == name
         ):
             return str(function_id)

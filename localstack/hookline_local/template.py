@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from hookline.plumbing.settings import Settings
+from hookline_local.conditions import resolve
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -28,7 +29,9 @@ API_TYPE = "AWS::Serverless::Api"
 TABLE_TYPE = "AWS::DynamoDB::Table"
 # create_table accepts these keys of a CloudFormation table; the rest (PITR, SSE, TTL) is either set
 # by another call or irrelevant to a local table.
-_CREATE_TABLE_KEYS = ("AttributeDefinitions", "KeySchema", "BillingMode", "GlobalSecondaryIndexes")
+_CREATE_TABLE_KEYS = (
+    "AttributeDefinitions", "KeySchema", "BillingMode", "ProvisionedThroughput", "GlobalSecondaryIndexes",
+)  # fmt: skip
 _INDEX_KEYS = ("IndexName", "KeySchema", "Projection", "ProvisionedThroughput")
 _RATE = re.compile(r"^rate\(\s*(\d+)\s+(second|minute|hour|day)s?\s*\)$")
 _UNIT_S = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
@@ -243,10 +246,15 @@ def schedules(template: Mapping[str, Any]) -> list[ScheduleSpec]:
     return specs
 
 
-def table_definitions(template: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Returns, per table logical id, the keyword arguments of DynamoDB create_table but TableName."""
+def table_definitions(
+    template: Mapping[str, Any], parameters: Mapping[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Returns, per table logical id, the keyword arguments of DynamoDB create_table but TableName, as the
+    template deploys them with these parameter overrides (default: the parameters' defaults): the billing
+    mode and any provisioned throughput follow TableBilling."""
     definitions = {}
-    for logical_id, resource in _resources(template, TABLE_TYPE).items():
+    resolved = resolve(template, parameters, substitute_parameters=True)
+    for logical_id, resource in _resources(resolved, TABLE_TYPE).items():
         properties = resource["Properties"]
         kwargs = {key: properties[key] for key in _CREATE_TABLE_KEYS if key in properties}
         if "GlobalSecondaryIndexes" in kwargs:

@@ -121,20 +121,79 @@ def test_given_a_job_s_life_when_metered_then_the_live_index_units_follow_its_li
     record = Execution(job.tenant, job.job_id, 1, 1, NOW + 1, NOW + 20, ExecutionOutcome.SUCCEEDED, 19, 200)
     jobs.finish(claim.job, Finish(JobStatus.SUCCEEDED, 200, None), [record], NOW + 20)
 
-    # Put at the create (1), moved by the claim from the due time to the lease's end (delete + put: 2),
-    # removed at the finish (1): docs/capacity.md's 4 index WRU per one-attempt job.
-    assert meter.index_wru == 4
+    # Put at the create (1), changed in place by the claim (status and lease are projected, the key stays:
+    # 1), removed at the finish (1): docs/capacity.md's 3 index WRU per one-attempt job.
+    assert meter.index_wru == 3
 
     repeat, created = jobs.create(_job(idempotency_key="k"), "h", NOW)
     _, created_again = jobs.create(repeat, "h", NOW)
     assert (created, created_again) == (True, False)
-    assert meter.index_wru == 5  # the repeat wrote nothing: no index item
+    assert meter.index_wru == 4  # the repeat wrote nothing: no index item
 
 
-def test_given_operations_counted_in_a_log_when_estimated_then_each_job_s_life_costs_four_index_units() -> (
+def _retried_life(jobs: MeteredJobStore) -> None:
+    """A job whose first attempt fails with a retryable status and whose second succeeds."""
+    job, _ = jobs.create(_job(), "", NOW)
+    first = jobs.claim(job.member(), NOW + 1).job
+    failed = Execution(job.tenant, job.job_id, 1, 1, NOW + 1, NOW + 20, ExecutionOutcome.RETRYABLE, 19, 503)
+    jobs.finish(first, Finish(JobStatus.SCHEDULED, 503, "status 503", NOW + 1_000), [failed], NOW + 20)
+    second = jobs.claim(first.with_changes(generation=2).member(), NOW + 1_000).job
+    done = Execution(
+        job.tenant, job.job_id, 2, 2, NOW + 1_000, NOW + 1_020, ExecutionOutcome.SUCCEEDED, 19, 200
+    )
+    jobs.finish(second, Finish(JobStatus.SUCCEEDED, 200, None), [done], NOW + 1_020)
+
+
+def test_given_one_attempt_and_a_retried_job_when_metered_then_their_write_units_per_job() -> None:
+    """The figures docs/capacity.md gives for a ~200-byte body: table and index write units per job."""
+    once = DynamoMeter()
+    jobs = MeteredJobStore(FakeJobStore(), once)
+    job, _ = jobs.create(_job(), "", NOW)
+    claim = jobs.claim(job.member(), NOW + 1)
+    record = Execution(job.tenant, job.job_id, 1, 1, NOW + 1, NOW + 20, ExecutionOutcome.SUCCEEDED, 19, 200)
+    jobs.finish(claim.job, Finish(JobStatus.SUCCEEDED, 200, None), [record], NOW + 20)
+    # create, claim, finish: one WRU each (the finish one UpdateItem: attempt 1's record in the job item)
+    assert (once.requests, once.wru, once.index_wru) == (Counter(PutItem=1, UpdateItem=2), 3, 3)
+
+    retried = DynamoMeter()
+    _retried_life(MeteredJobStore(FakeJobStore(), retried))
+    # the second finish is a transaction (job 2 + the second record 2); the retry moves the index key (2)
+    assert retried.requests == Counter(PutItem=1, UpdateItem=3, TransactWriteItems=1)
+    assert (retried.wru, retried.index_wru) == (1 + 1 + 1 + 1 + 2 + 2, 1 + 1 + 2 + 1 + 1)
+
+
+@pytest.mark.integration
+def test_given_a_retried_job_when_its_attempts_are_listed_then_the_meter_counts_the_adapter_s_reads(
+    settings: Settings,
+) -> None:
+    """Attempt 1 is read from the job item; the executions table is queried only once there is another."""
+    client = dynamodb_client(settings, max_connections=2)
+    meter = DynamoMeter()
+    try:
+        real = DynamoJobStore(client, settings.jobs_table, settings.executions_table)
+        _retried_life(real)
+        real_id = real.list_jobs("bench", None, None, 1)[0][0].job_id
+        sent: list[str] = []
+        client.meta.events.register("before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
+        listed = real.executions("bench", real_id)
+    finally:
+        client.close()
+    metered = MeteredJobStore(FakeJobStore(), meter)
+    _retried_life(metered)
+    before = meter.requests
+    job_id = metered.list_jobs("bench", None, None, 1)[0][0].job_id
+    after_list = meter.requests
+    assert [e.attempt for e in metered.executions("bench", job_id)] == [e.attempt for e in listed] == [1, 2]
+
+    assert Counter(sent) == meter.requests - after_list == Counter(GetItem=1, Query=1)
+    assert after_list - before == Counter(Query=8)  # one per bucket (the default 8)
+
+
+def test_given_operations_counted_in_a_log_when_estimated_then_each_job_s_life_costs_three_index_units() -> (
     None
 ):
-    assert estimated_index_units(Counter({"PutItem": 10, "UpdateItem": 10, "TransactWriteItems": 10})) == 40
+    # One-attempt jobs: a PutItem (create) and two UpdateItems (claim, finish) each.
+    assert estimated_index_units(Counter({"PutItem": 10, "UpdateItem": 20})) == 30
 
 
 def test_given_requests_priced_later_when_the_totals_are_read_then_sized_then_and_only_once() -> None:

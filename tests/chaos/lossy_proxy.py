@@ -10,9 +10,11 @@ write happened, and sends it again (botocore's retries, the JSON client's). A re
 lost once is never lost again, so the repeat always answers.
 
 The kinds are told by operation and by what the job store's requests hold (adapters/dynamo/job_store.py):
-    claim   UpdateItem counting one more attempt (the claim's update)
-    finish  TransactWriteItems fenced on the attempt (HELD_BY_ATTEMPT)
-    create  PutItem of a new job item (ITEM_IS_NEW)
+    claim         UpdateItem counting one more attempt (the claim's update)
+    finish        a first attempt's finish: one UpdateItem stamping a finish token (its record goes into
+                  the job item)
+    finish_later  a later attempt's finish: a TransactWriteItems of that update and the execution record
+    create        PutItem of a new job item (ITEM_IS_NEW)
 Each lost reply is written to stdout as `lossy-proxy lost <kind>`. One thread per client connection, each
 with its own connection to the target; HTTP/1.1 bodies framed by Content-Length or chunked.
 """
@@ -30,11 +32,13 @@ import threading
 from collections import Counter
 from types import FrameType
 
-KINDS = {
-    "claim": (b"UpdateItem", (b"#attempt = #attempt + :one",)),
-    "finish": (b"TransactWriteItems", (b"#attempt = :attempt",)),
-    "create": (b"PutItem", (b'"job_id":', b"attribute_not_exists(#pk)")),
-}
+# (kind, operation, markers the body holds), the first match wins.
+KINDS = (
+    ("claim", b"UpdateItem", (b"#attempt = #attempt + :one",)),
+    ("finish", b"UpdateItem", (b"#finish_token = :token",)),
+    ("finish_later", b"TransactWriteItems", (b"#finish_token = :token",)),
+    ("create", b"PutItem", (b'"job_id":', b"attribute_not_exists(#pk)")),
+)
 HEAD_LIMIT = 64 * 1024
 
 
@@ -56,7 +60,7 @@ class Losses:
         kind = next(
             (
                 name
-                for name, (operation, markers) in KINDS.items()
+                for name, operation, markers in KINDS
                 if target.endswith(operation) and all(marker in body for marker in markers)
             ),
             None,

@@ -1,7 +1,8 @@
 """Replies of applied DynamoDB writes lost on the way back: claims, finishes and creates.
 
 Every process (the handlers, and the API the test drives in-process) reaches moto through
-tests.chaos.lossy_proxy, which, once the world has warmed up, passes every second claim, finish and create on
+tests.chaos.lossy_proxy, which, once the world has warmed up, passes every second claim, finish (a first
+attempt's UpdateItem, a later attempt's transaction) and create on
 to moto, lets it apply, and resets the client's connection instead of returning the reply. The client sends
 the write again, and the repeat fails the write's own condition. The engine must read that as its own success:
 a claim as its attempt (not as another attempt's lease, which would cost a lease's wait, a false
@@ -42,7 +43,8 @@ OK = receivers.ok(0.02)
 # Answers 429 with Retry-After: 1 once: its first attempt ends in a finish that schedules a retry.
 RETRY_ONCE = receivers.throttle_429(1, 1)
 LOSE_EVERY = 2  # the proxy loses the reply of every second claim, finish and create
-KINDS = ("claim", "finish", "create")
+# A first attempt's finish is one UpdateItem, a later one's (after RETRY_ONCE's 429) a transaction.
+KINDS = ("claim", "finish", "finish_later", "create")
 LEAD_MS = 2_000  # each job falls due this long after its submit
 
 

@@ -600,3 +600,38 @@ def test_given_attempts_recorded_when_read_then_oldest_first_and_none_for_unknow
 
     assert dynamo_backend.jobs.executions(job.tenant, job.job_id) == [first, second]
     assert dynamo_backend.jobs.executions(job.tenant, new_id(NOW)) == []
+
+
+def test_given_a_take_over_when_finished_then_the_abandoned_first_attempt_and_the_new_one_are_listed(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    """Attempt 1's record goes into the job item, attempt 2's into the executions table, in one finish."""
+    first = claimed(dynamo_backend)
+    assert first.lease_expires_at_ms is not None
+    taken = dynamo_backend.jobs.claim(first.member(), first.lease_expires_at_ms + 1)
+    abandoned = Execution(
+        first.tenant, first.job_id, 1, 1, NOW, NOW + LEASE_MS + 1, ExecutionOutcome.LEASE_EXPIRED
+    )
+    record = execution(taken.job, ExecutionOutcome.SUCCEEDED, 200)
+
+    dynamo_backend.jobs.finish(
+        taken.job, Finish(JobStatus.SUCCEEDED, 200, None), [abandoned, record], NOW + 5
+    )
+
+    assert dynamo_backend.jobs.executions(first.tenant, first.job_id) == [abandoned, record]
+
+
+def test_given_a_replayed_job_when_its_new_run_finishes_then_every_attempt_of_both_runs_is_listed(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    job = claimed(dynamo_backend)
+    gone = execution(job, ExecutionOutcome.PERMANENT, 410)
+    dynamo_backend.jobs.finish(job, Finish(JobStatus.DEAD, 410, "status 410"), [gone], NOW + 1)
+    replayed = dynamo_backend.jobs.replay(job.tenant, job.job_id, job.shard, NOW + 2)
+    again = dynamo_backend.jobs.claim(replayed.member(), NOW + 3).job
+    record = execution(again, ExecutionOutcome.SUCCEEDED, 200)
+
+    dynamo_backend.jobs.finish(again, Finish(JobStatus.SUCCEEDED, 200, None), [record], NOW + 4)
+
+    assert [e.attempt for e in dynamo_backend.jobs.executions(job.tenant, job.job_id)] == [1, 2]
+    assert dynamo_backend.jobs.executions(job.tenant, job.job_id) == [gone, record]

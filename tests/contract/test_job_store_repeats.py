@@ -135,26 +135,41 @@ def test_given_idempotent_create_reply_lost_then_created_not_a_repeat(dynamo_bac
         pytest.param(Finish(JobStatus.DEAD, 410, "status 410"), id="dead"),
     ],
 )
+@pytest.mark.parametrize(
+    ("attempt", "operation"),
+    [
+        pytest.param(1, "update_item", id="first_attempt_one_update"),
+        pytest.param(2, "transact_write_items", id="second_attempt_a_transaction"),
+    ],
+)
 def test_given_finish_reply_lost_then_finished_not_stale(
-    dynamo_backend: DynamoBackend, finish: Finish
+    dynamo_backend: DynamoBackend, finish: Finish, attempt: int, operation: str
 ) -> None:
     job = claimed(dynamo_backend)
+    earlier = []
+    if attempt == 2:
+        first = execution(job, ExecutionOutcome.RETRYABLE, 503)
+        dynamo_backend.jobs.finish(job, Finish(JobStatus.SCHEDULED, 503, "status 503", NOW), [first], NOW)
+        job = dynamo_backend.jobs.claim(Member(job.tenant, job.job_id, job.generation + 1), NOW + 1).job
+        earlier = [first]
     outcome = (
         ExecutionOutcome.SUCCEEDED if finish.status is JobStatus.SUCCEEDED else ExecutionOutcome.RETRYABLE
     )
     record = execution(job, outcome, finish.status_code)
-    dynamo_backend.replies.lose("transact_write_items")
+    dynamo_backend.replies.lose(operation)
 
     dynamo_backend.jobs.finish(job, finish, [record], NOW + 5)
 
     after = dynamo_backend.jobs.get(job.tenant, job.job_id)
-    assert (after.status, after.last_status_code, after.lease_expires_at_ms) == (
+    assert (after.status, after.last_status_code, after.lease_expires_at_ms, after.attempt) == (
         finish.status,
         finish.status_code,
         None,
+        attempt,
     )
     assert after.generation == job.generation + (finish.status is JobStatus.SCHEDULED)
-    assert dynamo_backend.jobs.executions(job.tenant, job.job_id) == [record]
+    assert dynamo_backend.jobs.executions(job.tenant, job.job_id) == [*earlier, record]
+    assert dynamo_backend.replies.take(operation) is None  # the planned loss met this write
 
 
 def test_given_finish_reply_lost_and_the_retry_claimed_before_the_repeat_then_still_finished(
@@ -165,7 +180,7 @@ def test_given_finish_reply_lost_and_the_retry_claimed_before_the_repeat_then_st
     retry = job.with_changes(generation=job.generation + 1)
 
     dynamo_backend.replies.lose(
-        "transact_write_items", between=lambda: dynamo_backend.jobs.claim(retry.member(), retry_due_ms)
+        "update_item", between=lambda: dynamo_backend.jobs.claim(retry.member(), retry_due_ms)
     )
     dynamo_backend.jobs.finish(job, Finish(JobStatus.SCHEDULED, 503, "status 503", retry_due_ms), [], NOW + 5)
 

@@ -3,8 +3,9 @@
 A shard's live jobs, each once per scan and as the index projects it (LiveJob, never a body), optionally only
 those that can be overdue by a horizon, in pages whose cursor is an opaque string a caller may keep between
 invocations. A shard's live jobs spread over one partition per bucket (tables.Keyspace); within one, they
-come in live_due_ms order (a waiting job's due time, a running one's lease expiry), so the order tests put
-their jobs in one bucket. Each page reads limit // buckets of every partition not at its end.
+come in live_due_ms order (a job's due time, which a claim and a renewal leave; a due scan drops a running
+job whose lease ends after its horizon), so the order tests put their jobs in one bucket. Each page reads
+limit // buckets of every partition not at its end.
 """
 
 from __future__ import annotations
@@ -112,22 +113,43 @@ def test_given_a_cursor_of_another_form_then_the_scan_starts_over(dynamo_backend
         assert jobs == [live(job)]
 
 
-def test_given_running_job_then_listed_at_its_lease_expiry_and_moved_by_a_renewal(
+def test_given_running_job_then_listed_at_its_due_time_and_neither_claim_nor_renewal_moves_it(
     dynamo_backend: DynamoBackend,
 ) -> None:
+    """A claim and a renewal change only projected attributes, never the index key (one index write each)."""
     early, late = (
         stored(dynamo_backend, due_ms=NOW + 1_000),
         stored(dynamo_backend, due_ms=NOW + LEASE_MS + 500),
     )
-    job = dynamo_backend.jobs.claim(stored(dynamo_backend).member(), NOW).job  # lease ends NOW + LEASE_MS
+    job = dynamo_backend.jobs.claim(stored(dynamo_backend, due_ms=NOW + 1_500).member(), NOW + 1_500).job
 
     assert read_all(dynamo_backend, 10) == [live(early), live(job), live(late)]
-    dynamo_backend.jobs.renew_lease(job, NOW + LEASE_MS + 1_000)
-    renewed = job.with_changes(lease_expires_at_ms=NOW + LEASE_MS + 1_000)
-    assert read_all(dynamo_backend, 10) == [live(early), live(late), live(renewed)]
+    dynamo_backend.jobs.renew_lease(job, NOW + LEASE_MS + 9_000)
+    renewed = job.with_changes(lease_expires_at_ms=NOW + LEASE_MS + 9_000)
+    assert read_all(dynamo_backend, 10) == [live(early), live(renewed), live(late)]
     dynamo_backend.jobs.finish(renewed, Finish(JobStatus.SCHEDULED, 503, "status 503", NOW + 5), [], NOW + 1)
     retry = dynamo_backend.jobs.get(job.tenant, job.job_id)
     assert read_all(dynamo_backend, 10) == [live(retry), live(early), live(late)]
+
+
+def test_given_running_jobs_when_scanned_up_to_a_horizon_then_only_those_whose_lease_can_have_ended(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    """The due scan keeps a running job (whatever its due time) only when its lease ends by the horizon;
+    the running ones it drops still take their place in a page's Limit, so pages can come short."""
+    held = [dynamo_backend.jobs.claim(stored(dynamo_backend).member(), NOW).job for _ in range(3)]
+    waiting = stored(dynamo_backend, due_ms=NOW + 100)
+    dynamo_backend.jobs.renew_lease(held[0], NOW + 60_000)
+    renewed = held[0].with_changes(lease_expires_at_ms=NOW + 60_000)
+
+    assert read_all(dynamo_backend, 1 * PER_PARTITION, due_before_ms=NOW + 1_000) == [live(waiting)]
+    soon = sorted(held[1:], key=lambda job: (job.due_ms, job.job_id))
+    assert read_all(dynamo_backend, 1 * PER_PARTITION, due_before_ms=NOW + LEASE_MS) == [
+        *(live(job) for job in soon),
+        live(waiting),
+    ]
+    assert live(renewed) in read_all(dynamo_backend, 100, due_before_ms=NOW + 60_000)
+    assert live(renewed) in read_all(dynamo_backend, 100)  # the full scan filters nothing
 
 
 def test_given_a_horizon_then_only_jobs_that_can_be_overdue_by_then_inclusive(
@@ -138,10 +160,9 @@ def test_given_a_horizon_then_only_jobs_that_can_be_overdue_by_then_inclusive(
 
     assert read_all(dynamo_backend, 2, due_before_ms=NOW + 1_000) == [live(job) for job in jobs[:3]]
     assert read_all(dynamo_backend, 100, due_before_ms=NOW - 1) == []
-    assert read_all(dynamo_backend, 100, due_before_ms=NOW + LEASE_MS) == [
-        *(live(job) for job in jobs[:4]),
-        live(held),
-    ]
+    # held keeps its due time (NOW) as its place, and is listed once its lease can have ended by the horizon
+    by_id = sorted(read_all(dynamo_backend, 100, due_before_ms=NOW + LEASE_MS), key=lambda job: job.job_id)
+    assert by_id == sorted([*map(live, jobs[:4]), live(held)], key=lambda job: job.job_id)
 
 
 def test_given_a_kept_cursor_when_jobs_arrive_then_the_scan_goes_on_after_its_position(

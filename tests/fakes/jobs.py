@@ -10,7 +10,12 @@ state the fake reaches is a state DynamoDB would hold:
   lasts lease_ms from now. A refusal is NotYet (due later, or a lease still held: retry_at_ms says when)
   or StaleState (another generation, finished, cancelled, unknown).
 - renew_lease and finish: HELD_BY_ATTEMPT (running, this generation, this attempt); finish writes the
-  execution records in the same transaction: refused, nothing is written.
+  execution records with the job: refused, nothing is written. As in the adapter, a finish with no record
+  but attempt 1's (which the job item holds) is one UpdateItem ("update_item" for lost replies, never
+  cancelled like a transaction), and one with another record a transaction of the job and those records.
+- The live index keeps a job's due time as its sort key while it runs (claim and renewal leave it), and the
+  due scan (live_jobs with due_before_ms) drops a running job whose lease ends after the horizon, after the
+  page's Limit was read, as DynamoDB's FilterExpression does.
 - mark_dead: DEAD_LETTERABLE (this generation, scheduled, or running with an expired lease); cancel:
   CANCELLABLE; replay: REPLAYABLE (NotFound when missing).
 
@@ -36,7 +41,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from hookline.adapters.dynamo import codec, paging, tables
-from hookline.adapters.dynamo.job_store import new_write_token
+from hookline.adapters.dynamo.job_store import new_write_token, split_executions
 from hookline.adapters.dynamo.transactions import ATTEMPTS, CONDITION_FAILED, TRANSIENT_REASONS
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
@@ -84,8 +89,11 @@ class FakeJobStore:
         """Returns the fault plan of this fake's calls (default error: DynamoUnavailable)."""
         return self._faults
 
-    def _put(self, job: Job, live_sk: int | None = None, live_shard: int | None = None) -> None:
-        """Writes the job; a live one keeps (or gets) its live partition and takes live_sk (default: due)."""
+    def _put(
+        self, job: Job, live_sk: int | None = None, live_shard: int | None = None, keep_sk: bool = False
+    ) -> None:
+        """Writes the job; a live one keeps (or gets) its live partition and takes live_sk (default: due),
+        or with keep_sk keeps the sort key it has (a claim, a renewal)."""
         key = (job.tenant, job.job_id)
         self.tables.jobs[key] = job
         if not job.status.is_live:
@@ -97,6 +105,8 @@ class FakeJobStore:
             partition = self.tables.live[key][0]
         else:
             partition = self.tables.keyspace.live_pk(job.shard, job.job_id)
+        if keep_sk and key in self.tables.live:
+            live_sk = self.tables.live[key][1]
         self.tables.live[key] = (partition, job.due_ms if live_sk is None else live_sk)
 
     def _send(self, operation: str, request: Callable[[], R]) -> R:
@@ -234,7 +244,7 @@ class FakeJobStore:
                 lease_expires_at_ms=lease_ms,
                 updated_ms=now_ms,
             )
-            self._put(job, live_sk=lease_ms)
+            self._put(job, keep_sk=True)
             self.tables.stamps[(*key, "claim")] = Stamp(token, before.status, before.updated_ms)
             if before.status is JobStatus.RUNNING:
                 return Claim(job, before.attempt, before.updated_ms)
@@ -265,7 +275,7 @@ class FakeJobStore:
 
     @port_call
     def renew_lease(self, job: Job, lease_expires_at_ms: int, timeout_ms: int | None = None) -> None:
-        """HELD_BY_ATTEMPT, then the lease (and the live index's sort key) moved; updated_ms unchanged.
+        """HELD_BY_ATTEMPT, then the lease moved; updated_ms and the live index's sort key unchanged.
 
         Answers at once, so timeout_ms never runs out.
         """
@@ -273,27 +283,27 @@ class FakeJobStore:
             if not self._holds(job):
                 raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
             stored = self.tables.jobs[(job.tenant, job.job_id)]
-            self._put(
-                stored.with_changes(lease_expires_at_ms=lease_expires_at_ms), live_sk=lease_expires_at_ms
-            )
+            self._put(stored.with_changes(lease_expires_at_ms=lease_expires_at_ms), keep_sk=True)
 
     @port_call
     def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
-        """HELD_BY_ATTEMPT, then the next state and the execution records together (one transaction).
+        """HELD_BY_ATTEMPT, then the next state and the execution records together.
 
+        One UpdateItem when the only record is attempt 1's (the job item holds it), else one transaction.
         StaleState when the job item's condition failed (unless this call's own first try wrote it);
         DependencyDown when the transaction kept being cancelled for a transient reason, or was cancelled
         at an execution record: nothing is written.
         """
         token = new_write_token()
-        self._send("transact_write_items", lambda: self._finish(job, finish, executions, now_ms, token))
+        operation = "transact_write_items" if split_executions(executions)[1] else "update_item"
+        self._send(operation, lambda: self._finish(job, finish, executions, now_ms, token))
 
     def _finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int, token: str) -> None:
         t = self.tables
         with t.lock:
 
             def checks() -> list[bool]:
-                return [True] * len(executions) + [self._holds(job)]
+                return [True] * len(split_executions(executions)[1]) + [self._holds(job)]
 
             def apply() -> None:
                 stored = t.jobs[(job.tenant, job.job_id)]
@@ -313,8 +323,15 @@ class FakeJobStore:
                 self._put(after)
                 t.stamps[(job.tenant, job.job_id, "finish")] = Stamp(token)
 
-            reasons = self._transact(len(executions) + 1, checks, apply)
-            if reasons is not None and reasons[len(executions)] == CONDITION_FAILED:
+            later = split_executions(executions)[1]
+            reasons: list[str] | None = None
+            if later:
+                reasons = self._transact(len(later) + 1, checks, apply)
+            elif self._holds(job):
+                apply()  # one UpdateItem: the job item alone
+            else:
+                reasons = [CONDITION_FAILED]
+            if reasons is not None and reasons[-1] == CONDITION_FAILED:
                 if self._owns(job.tenant, job.job_id, "finish", token):
                     return
                 raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
@@ -361,9 +378,11 @@ class FakeJobStore:
         """Returns a page of the shard's live GSI partitions ("<shard>#<bucket>"), as the adapter reads them.
 
         Each partition is read in live_due_ms order (paging.scan_partitions); due_before_ms keeps only rows
-        whose live_due_ms is at most that. A partition's position is its last key as DynamoDB gives it (table
-        and index keys as attribute values). As in DynamoDB, a full page of a partition always carries a
-        key, even when nothing follows (then its next page is empty with none); moto gives one only when
+        whose live_due_ms is at most that, and of those running only the ones whose lease ends by then (a
+        filter applied to the page read, so a page may come short with a key). A partition's position is
+        its last key as DynamoDB gives it (table and index keys as attribute values). As in DynamoDB, a full
+        page of a partition always carries a key, even when nothing follows (then its next page is empty
+        with none); moto gives one only when
         more items match. Callers page to None.
         """
         t = self.tables
@@ -382,6 +401,8 @@ class FakeJobStore:
                 rows = [row for row in rows if row[:3] > after]
             page = rows[:page_size]
             jobs = [_live_job(t.jobs[(tenant, job_id)]) for *_, tenant, job_id in page]
+            if due_before_ms is not None:
+                jobs = [job for job in jobs if not _held_past(job, due_before_ms)]
             if len(page) < page_size:
                 return jobs, None
             sk, pk, job_sk, _, _ = page[-1]
@@ -502,6 +523,12 @@ class FakeJobStore:
                 f"job {job_id} is {stored.status.value}; only a {required.value} job can be {verb}"
             )
         return stored
+
+
+def _held_past(job: LiveJob, horizon_ms: int) -> bool:
+    """job_store.RUNNING_JOB_DUE_BY_HORIZON, negated: running under a lease that ends after horizon_ms."""
+    lease = job.lease_expires_at_ms
+    return job.status is JobStatus.RUNNING and lease is not None and lease > horizon_ms
 
 
 def _live_job(job: Job) -> LiveJob:

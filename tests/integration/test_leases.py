@@ -30,7 +30,7 @@ from tests.support.stack import running_loops, wait_until
 pytestmark = pytest.mark.integration
 
 TENANT = "acme"
-RENEWAL = "SET #lease = :lease, #live_sk = :lease"  # the heartbeat's lease renewal (job_store.renew_lease)
+RENEWAL = "SET #lease = :lease"  # the heartbeat's lease renewal (job_store.renew_lease)
 
 
 def submit(container: Container, receiver: Receiver, path: str = "/hook", **fields: object) -> str:

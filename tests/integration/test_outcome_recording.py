@@ -2,12 +2,16 @@
 
 Throttled or conflicting transactions change nothing: the finish is retried, and if DynamoDB keeps refusing
 the entry stays pending (never acknowledged with the job still `running`); an idempotent submit answers 503.
+A first attempt's finish is one UpdateItem (its record goes into the job item), so the finish cases here
+cancel a second attempt's, which writes its record in a transaction with the job.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -19,8 +23,8 @@ from hookline.plumbing.wiring import Container
 from hookline.usecases.execute import Disposition
 from tests.integration.api.conftest import make_key
 from tests.support.apigw import ApiClient
-from tests.support.dynamo_faults import DynamoFaultProxy
-from tests.support.receiver import Receiver
+from tests.support.dynamo_faults import DynamoFaultProxy, FailingUpdates
+from tests.support.receiver import Receiver, Reply
 
 pytestmark = pytest.mark.integration
 
@@ -51,9 +55,19 @@ def pending(container: Container) -> int:
     return int(container.redis.xpending(redis_keys.ready_stream(0), redis_keys.CONSUMER_GROUP)["pending"])
 
 
-def submit(container: Container, receiver: Receiver) -> str:
-    request = JobRequest.model_validate({"url": receiver.url(), "body": "x", "timeout_s": 1})
-    return container.submitter.submit(TENANT, request).job.job_id
+def retried_once(container: Container, receiver: Receiver) -> str:
+    """Submits a job whose first attempt answers 503, waits for its retry to be promoted, returns its id."""
+    receiver.script("/hook", [Reply(503)])
+    request = JobRequest.model_validate(
+        {"url": receiver.url(), "body": "x", "timeout_s": 1, "min_backoff_s": 0.05, "max_backoff_s": 0.05}
+    )
+    job_id = container.submitter.submit(TENANT, request).job.job_id
+    assert container.executor.drain() == [Disposition.RETRIED]
+    deadline = time.monotonic() + 5
+    while container.promoter.tick().moved == 0:
+        assert time.monotonic() < deadline, "the retry was never promoted"
+        time.sleep(0.02)
+    return job_id
 
 
 TRANSIENT = ["TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "InternalServerError"]
@@ -65,7 +79,7 @@ def test_given_finish_cancelled_twice_for_a_transient_reason_when_delivered_then
 ) -> None:
     container = faulty_container(settings, dynamo_faults, reason, count=0)
     try:
-        job_id = submit(container, receiver)
+        job_id = retried_once(container, receiver)
         dynamo_faults.transactions.remaining = 2  # the next two transactions (the finish) are cancelled
 
         (disposition,) = container.executor.drain()
@@ -73,9 +87,12 @@ def test_given_finish_cancelled_twice_for_a_transient_reason_when_delivered_then
         assert disposition is Disposition.SUCCEEDED
         assert dynamo_faults.transactions.cancelled == 2
         job = container.jobs.get(TENANT, job_id)
-        assert (job.status, job.attempt) == (JobStatus.SUCCEEDED, 1)
-        assert [e.outcome for e in container.jobs.executions(TENANT, job_id)] == [ExecutionOutcome.SUCCEEDED]
-        assert len(receiver.requests) == 1
+        assert (job.status, job.attempt) == (JobStatus.SUCCEEDED, 2)
+        assert [e.outcome for e in container.jobs.executions(TENANT, job_id)] == [
+            ExecutionOutcome.RETRYABLE,
+            ExecutionOutcome.SUCCEEDED,
+        ]
+        assert len(receiver.requests) == 2
         assert pending(container) == 0
     finally:
         container.close()
@@ -86,7 +103,7 @@ def test_given_finish_throttled_throughout_when_delivered_then_entry_left_pendin
 ) -> None:
     faults = dynamo_faults.transactions
     faults.remaining = 0
-    job_id = submit(throttled, receiver)
+    job_id = retried_once(throttled, receiver)
     faults.remaining = 1_000_000
 
     (disposition,) = throttled.executor.drain()
@@ -95,9 +112,43 @@ def test_given_finish_throttled_throughout_when_delivered_then_entry_left_pendin
     assert disposition is Disposition.LEFT_PENDING
     assert pending(throttled) == 1
     job = throttled.jobs.get(TENANT, job_id)
-    assert (job.status, job.attempt) == (JobStatus.RUNNING, 1)
-    assert len(receiver.requests) == 1
+    assert (job.status, job.attempt) == (JobStatus.RUNNING, 2)
+    assert len(receiver.requests) == 2
     assert 2 <= faults.cancelled <= 10  # retried, with a bound
+
+
+class FailingFinishes(FailingUpdates):
+    """Fails (a 500) every UpdateItem that stamps a finish token: a first attempt's finish, alone."""
+
+    def take(self, params: dict[str, Any]) -> bool:
+        with self._lock:
+            if "#finish_token" not in params.get("UpdateExpression", ""):
+                return False
+            self.failed += 1
+            return True
+
+
+def test_given_a_first_attempt_s_finish_refused_throughout_when_delivered_then_left_pending_not_lost(
+    settings: Settings, dynamo_faults: DynamoFaultProxy, receiver: Receiver
+) -> None:
+    """A first attempt's finish is one UpdateItem: DynamoDB refusing it (500s, past the client's retries) is
+    a dependency down, as a transaction's transient cancellations are, never a lost lease."""
+    container = faulty_container(settings, dynamo_faults, "ThrottlingError", count=0)
+    try:
+        request = JobRequest.model_validate({"url": receiver.url(), "body": "x", "timeout_s": 1})
+        job_id = container.submitter.submit(TENANT, request).job.job_id
+        failing = dynamo_faults.failing_updates = FailingFinishes()
+
+        (disposition,) = container.executor.drain()
+
+        assert disposition is Disposition.LEFT_PENDING
+        assert failing.failed >= 2  # the client's retries, then given up
+        assert pending(container) == 1
+        job = container.jobs.get(TENANT, job_id)
+        assert (job.status, job.attempt) == (JobStatus.RUNNING, 1)
+        assert len(receiver.requests) == 1
+    finally:
+        container.close()
 
 
 @pytest.fixture

@@ -1,4 +1,9 @@
-"""API Gateway proxy events (REST, v1) for driving the submit handler in-process, and a WSGI adapter."""
+"""API Gateway proxy events (REST, v1) for driving the submit handler in-process, and a WSGI adapter.
+
+Every event is built as a REST API sends it; under `using_payload_format("2.0")` invoke() sends the same
+request as an HTTP API does (payload format 2.0, http_api_event) and checks the answer is one an HTTP API
+can read, so a test module runs its requests through both APIs by using the `payload_format` fixture.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,13 @@ import json
 import os
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
+
+import pytest
 
 # Powertools needs these to flush metrics; set before functions.submit.app is imported.
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Hookline")
@@ -25,6 +33,79 @@ from hookline_local.template import binary_media_types, load_template
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 STAGE = "v1"
 BINARY_MEDIA_TYPES = binary_media_types(load_template())
+REST = "1.0"
+HTTP_API = "2.0"
+PAYLOAD_FORMATS = (REST, HTTP_API)
+_format = {"current": REST}
+
+
+@contextmanager
+def using_payload_format(payload_format: str) -> Iterator[None]:
+    """Makes invoke() send its events in payload_format (REST's 1.0 or the HTTP API's 2.0) in the block."""
+    assert payload_format in PAYLOAD_FORMATS, payload_format
+    previous, _format["current"] = _format["current"], payload_format
+    try:
+        yield
+    finally:
+        _format["current"] = previous
+
+
+@pytest.fixture(params=PAYLOAD_FORMATS, ids=["rest", "http-api"])
+def payload_format(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Runs the test once per payload format: its invoke() calls go as a REST API's and an HTTP API's events
+    (a conftest imports it; a module opts in with pytest.mark.usefixtures("payload_format"))."""
+    with using_payload_format(request.param):
+        yield request.param
+
+
+def http_api_event(rest: Mapping[str, Any]) -> dict[str, Any]:
+    """Returns the HTTP API event (payload format 2.0, $default stage) for the request a REST event holds.
+
+    As an HTTP API builds it: header names lower case, a repeated header joined with commas, Cookie headers
+    in `cookies`, the query as sent (`rawQueryString`) and with repeats joined with commas. The body and
+    isBase64Encoded are kept as the REST event has them, so both formats carry the same bytes.
+    """
+    headers: dict[str, list[str]] = {}
+    for name, values in (rest.get("multiValueHeaders") or {}).items():
+        headers.setdefault(name.lower(), []).extend(values)
+    for name, value in (rest.get("headers") or {}).items():
+        headers.setdefault(name.lower(), [value])
+    cookies = [c.strip() for v in headers.pop("cookie", []) for c in v.split(";") if c.strip()]
+    query = {
+        name: list(values) for name, values in (rest.get("multiValueQueryStringParameters") or {}).items()
+    }
+    context = rest.get("requestContext") or {}
+    event: dict[str, Any] = {
+        "version": HTTP_API,
+        "routeKey": "$default",
+        "rawPath": rest["path"],
+        "rawQueryString": urlencode([(n, v) for n, values in query.items() for v in values]),
+        "headers": {name: ",".join(values) for name, values in headers.items()},
+        "requestContext": {
+            "accountId": context.get("accountId"),
+            "apiId": context.get("apiId"),
+            "domainName": context.get("domainName"),
+            "http": {
+                "method": rest["httpMethod"],
+                "path": rest["path"],
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": headers.get("user-agent", [""])[-1],
+            },
+            "requestId": context.get("requestId"),
+            "routeKey": "$default",
+            "stage": "$default",
+            "timeEpoch": context.get("requestTimeEpoch"),
+        },
+        "isBase64Encoded": bool(rest.get("isBase64Encoded")),
+    }
+    if cookies:
+        event["cookies"] = cookies
+    if query:
+        event["queryStringParameters"] = {name: ",".join(values) for name, values in query.items()}
+    if rest.get("body") is not None:
+        event["body"] = rest["body"]
+    return event
 
 
 @dataclass(frozen=True)
@@ -96,12 +177,21 @@ class ApiResponse:
 
 
 def invoke(event: dict[str, Any], target: Handler = handler) -> ApiResponse:
-    """Calls the handler with one event and decodes its answer."""
+    """Calls the handler with one event, as an HTTP API would send it under using_payload_format("2.0"),
+    and decodes its answer."""
+    as_http_api = _format["current"] == HTTP_API and event.get("version") != HTTP_API
+    sent = http_api_event(event) if as_http_api else event
     with warnings.catch_warnings():
         # A read publishes no metric, and Powertools warns about that on every invocation.
         warnings.filterwarnings("ignore", message=NO_METRICS_WARNING)
-        reply = target(event, LambdaContext())
+        reply = target(sent, LambdaContext())
+    if sent.get("version") == HTTP_API:
+        # An HTTP API reads no multiValueHeaders, and an answer without statusCode would become a 200
+        # whose body is the whole answer.
+        assert "multiValueHeaders" not in reply and "statusCode" in reply, reply
     headers = {k.lower(): str(v) for k, v in (reply.get("headers") or {}).items()}
+    if reply.get("cookies"):
+        headers["set-cookie"] = ", ".join(reply["cookies"])
     for name, values in (reply.get("multiValueHeaders") or {}).items():
         headers[name.lower()] = ", ".join(str(v) for v in values)
     body = reply.get("body") or ""

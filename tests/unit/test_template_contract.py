@@ -15,7 +15,7 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from hookline.adapters.dynamo import codec, tables
+from hookline.adapters.dynamo import codec, job_store, tables
 from hookline.adapters.dynamo.schedule_store import cron_live_shard, item_to_schedule, schedule_to_item
 from hookline.domain import constants
 from hookline.domain.cron.schedule import CatchUp, Schedule
@@ -149,6 +149,20 @@ def test_given_jobs_table_when_compared_with_tables_module_then_keys_index_and_t
     types = {a["AttributeName"]: a["AttributeType"] for a in jobs["AttributeDefinitions"]}
     assert types == {tables.JOBS_PK: "S", tables.JOBS_SK: "S", tables.LIVE_PK: "S", tables.LIVE_SK: "N"}
     assert ttl_attribute(template, "JobsTable") == tables.TTL_ATTRIBUTE
+
+
+def test_given_the_due_scan_s_filter_then_it_reads_only_attributes_the_live_index_projects() -> None:
+    """DynamoDB filters a GSI query on what the index holds: the running jobs' lease must be projected."""
+    names = job_store.RUNNING_JOB_DUE_BY_HORIZON
+    attributes = set(codec.attribute_names(job_store._NAMES, names).values())
+
+    assert attributes == {"status", "lease_expires_at_ms"}
+    assert attributes <= set(tables.LIVE_JOB_ATTRIBUTES)
+
+
+def test_given_attempt_1_s_record_in_the_job_item_then_it_is_kept_no_shorter_than_an_execution_item() -> None:
+    # tables.FIRST_EXECUTION expires with the job item, which ends after the attempt did.
+    assert constants.TERMINAL_JOB_RETENTION_S >= constants.EXECUTION_RETENTION_S
 
 
 def test_given_executions_table_when_compared_with_tables_module_then_keys_and_ttl_match(
@@ -371,7 +385,8 @@ def test_given_metric_alarms_when_compared_with_powertools_env_then_namespace_an
         logical_id: resource["Properties"]
         for logical_id, resource in template["Resources"].items()
         if resource["Type"] == "AWS::CloudWatch::Alarm"
-        and resource["Properties"]["Namespace"] not in {"AWS/Lambda"}
+        # Hookline's own metrics; AWS's (AWS/Lambda errors, AWS/EC2 for the NAT instance) have their own.
+        and not str(resource["Properties"]["Namespace"]).startswith("AWS/")
     }
 
     assert {a["MetricName"] for a in alarms.values()} >= {"DeadLettered", "ScheduleLagMs", "RedisOutOfMemory"}

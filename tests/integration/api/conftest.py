@@ -12,7 +12,7 @@ from hookline.api import context
 from hookline.domain.models import Job, JobRequest, JobStatus
 from hookline.plumbing.wiring import Container
 from hookline.usecases.auth import ALL_SCOPES, mint_key
-from tests.support.apigw import ApiClient
+from tests.support.apigw import ApiClient, payload_format  # noqa: F401 - a fixture for the modules
 from tests.support.http_api import serving_api
 from tests.support.receiver import Receiver, Reply
 

@@ -117,6 +117,7 @@ def test_given_job_stored_before_the_window_existed_when_listing_then_200_withou
 # Encodings and media types.
 
 
+@pytest.mark.usefixtures("payload_format")
 @pytest.mark.parametrize(
     ("method", "path"),
     [
@@ -141,6 +142,7 @@ def test_given_body_that_is_not_utf8_when_sent_then_400_invalid_encoding(
     assert stored_jobs(api) == []
 
 
+@pytest.mark.usefixtures("payload_format")
 def test_given_utf8_body_sent_base64_encoded_when_submitting_then_stored_as_sent(api: Api) -> None:
     event = proxy_event("POST", "/v1/jobs", headers=JSON, api_key=api.acme.api_key)
     event["body"] = base64.b64encode(json.dumps({"url": HOOK, "body": "café"}).encode()).decode()
@@ -151,6 +153,7 @@ def test_given_utf8_body_sent_base64_encoded_when_submitting_then_stored_as_sent
     assert (response.status, response.json()["body"]) == (201, "café")
 
 
+@pytest.mark.usefixtures("payload_format")
 @pytest.mark.parametrize(
     "content_type",
     [

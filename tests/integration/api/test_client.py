@@ -33,7 +33,8 @@ from tests.support.http_api import serving_api
 from tests.support.receiver import Receiver
 from tests.support.redis_server import free_port
 
-pytestmark = pytest.mark.integration
+# The client talks to the API once as a REST API serves it and once as an HTTP API does (payload format 2.0).
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("payload_format")]
 
 HOOK = "http://127.0.0.1:9/hook"
 

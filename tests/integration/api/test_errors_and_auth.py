@@ -14,7 +14,8 @@ from hookline.usecases.auth import KEY_CACHE_TTL_MS
 from tests.integration.api.conftest import Api, make_key
 from tests.support.apigw import ApiClient, invoke, proxy_event
 
-pytestmark = pytest.mark.integration
+# Every request goes once as a REST API event and once as an HTTP API event (payload format 2.0).
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("payload_format")]
 
 HOOK = "http://127.0.0.1:9/hook"
 UNAUTHORIZED = {"error": {"code": "unauthorized", "message": "missing or invalid API key", "details": []}}

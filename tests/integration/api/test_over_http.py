@@ -15,7 +15,8 @@ from werkzeug.serving import make_server
 from tests.integration.api.conftest import TENANT, Api
 from tests.support.apigw import wsgi_app
 
-pytestmark = pytest.mark.integration
+# Each request also goes as an HTTP API event (payload format 2.0).
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("payload_format")]
 
 
 @pytest.fixture

@@ -16,6 +16,8 @@ from hookline.api.gate import MAX_JSON_DEPTH, MAX_REQUEST_BYTES, PUBLIC_PATHS
 from hookline.api.scopes import scope_of
 from tests.support.apigw import LambdaContext, invoke, proxy_event
 
+# Every request goes once as a REST API event and once as an HTTP API event (payload format 2.0).
+pytestmark = pytest.mark.usefixtures("payload_format")
 JSON = {"Content-Type": "application/json"}
 
 

@@ -35,6 +35,12 @@ def test_given_api_url_output_when_mapped_then_emulator_execute_api_path_with_st
     assert url == "http://127.0.0.1:4566/_aws/execute-api/0a1b2c3d/dev"
 
 
+def test_given_http_api_url_output_without_a_stage_when_mapped_then_emulator_execute_api_path_alone() -> None:
+    url = endpoint_api_url("https://0a1b2c3d.execute-api.us-east-1.amazonaws.com", "http://127.0.0.1:4566")
+
+    assert url == "http://127.0.0.1:4566/_aws/execute-api/0a1b2c3d"
+
+
 def test_given_output_that_is_not_an_api_url_when_mapped_then_deploy_error() -> None:
     with pytest.raises(DeployError):
         endpoint_api_url("http://127.0.0.1:3000", "http://127.0.0.1:4566")
@@ -84,7 +90,7 @@ def test_given_refuse_loopback_then_both_stacks_deploy_with_loopback_callbacks_r
     hand_wired = stack_environment(StackOptions(allow_loopback=False), "http://127.0.0.1:5055")
 
     assert deployed["AllowLoopback"] == "false"
-    assert deployed["CreateNat"] == "false"
+    assert deployed["Egress"] == "None"
     assert deployed["MaxExecutors"] == str(StackOptions().max_executors)  # both stacks fan out alike
     assert hand_wired["HOOKLINE_ALLOW_LOOPBACK"] == "false"
     assert stack_parameters("redis://x", "http://y", allow_loopback=True)["AllowLoopback"] == "true"

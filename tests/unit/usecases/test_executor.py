@@ -355,71 +355,101 @@ def test_given_lease_lost_when_both_attempts_retry_then_the_due_index_keeps_the_
     assert world.state() == idle_state(due={member(job, 2): after.due_ms}, wake=1)
 
 
-# The finish transaction cancelled: only a refused condition on the job item is a lost lease.
+# The finish transaction cancelled: only a refused condition on the job item is a lost lease. A first
+# attempt's finish is one UpdateItem (its record goes into the job item); a later attempt's is a transaction
+# with its execution record, so these tests cancel the second attempt's.
+
+
+def retried_once(world: World) -> tuple[Job, int]:
+    """Submits a job whose first attempt answers 503, promotes its retry, and returns the job and the end of
+    the lease its second attempt's claim (at the current time) will take."""
+    world.callbacks.then(response(503))
+    job = world.submit()
+    assert world.drain() == [Disposition.RETRIED]
+    world.clock.advance(int(BACKOFF_S * 1000))
+    assert world.promoter().tick().moved == 1
+    return job, world.clock.now_ms() + LEASE_MS
+
+
+def test_given_a_first_attempt_then_its_finish_is_no_transaction_and_no_cancellation_reaches_it(
+    world: World,
+) -> None:
+    job = world.submit()
+    world.store.transactions.plan("ThrottlingError", count=ATTEMPTS)
+
+    assert world.drain() == [Disposition.SUCCEEDED]
+
+    assert world.store.transactions.cancelled == 0
+    assert attempts(world, job) == [(1, ExecutionOutcome.SUCCEEDED, 200, None)]
+    world.store.transactions.plan("ThrottlingError", count=0)
 
 
 def test_given_finish_cancelled_transiently_a_few_times_then_retried_and_recorded_once(world: World) -> None:
-    job = world.submit()
+    job, _ = retried_once(world)
     world.store.transactions.plan("TransactionConflict", count=ATTEMPTS - 1)
 
     assert world.drain() == [Disposition.SUCCEEDED]
 
     assert world.store.transactions.cancelled == ATTEMPTS - 1
-    assert attempts(world, job) == [(1, ExecutionOutcome.SUCCEEDED, 200, None)]
-    assert world.state() == idle_state()
+    assert attempts(world, job) == [
+        (1, ExecutionOutcome.RETRYABLE, 503, None),
+        (2, ExecutionOutcome.SUCCEEDED, 200, None),
+    ]
+    assert world.state() == idle_state(wake=1)
 
 
 def test_given_finish_transaction_cancelled_while_holding_the_job_then_the_outcome_is_not_dropped(
     world: World,
 ) -> None:
-    job = world.submit()
+    job, lease_end = retried_once(world)
     world.store.transactions.plan("ThrottlingError", count=ATTEMPTS)
 
     assert world.drain() == [Disposition.LEFT_PENDING]
 
     after = world.job(job)
     # Nobody else claimed the job: this attempt still holds it, and its entry stays pending for recovery.
-    assert (after.status, after.attempt, after.lease_expires_at_ms) == (JobStatus.RUNNING, 1, LEASE_END)
-    assert world.state()["pending"] == [(member(job), "executor", 1)]
+    assert (after.status, after.attempt, after.lease_expires_at_ms) == (JobStatus.RUNNING, 2, lease_end)
+    assert world.state()["pending"] == [(member(job, 2), "executor", 1)]
     assert world.metrics.counts["LeftPending"] == 1
 
 
 def test_given_finish_cancelled_throughout_then_recovered_once_idle_and_taken_over_after_the_lease(
     world: World,
 ) -> None:
-    job = world.submit()
+    job, lease_end = retried_once(world)
     world.store.transactions.plan("ThrottlingError", count=ATTEMPTS)
     assert world.drain() == [Disposition.LEFT_PENDING]
 
     world.clock.advance(REDELIVER_AFTER_MS)
     world.reap()  # the idle entry is re-delivered; its lease still holds, so the claim is put off
     assert world.drain() == [Disposition.DEFERRED]
-    assert world.state() == idle_state(due={member(job): LEASE_END + 1}, wake=1)
-    world.clock.set(LEASE_END + 1)
+    assert world.state() == idle_state(due={member(job, 2): lease_end + 1}, wake=1)
+    world.clock.set(lease_end + 1)
     world.promoter().tick()
     assert world.drain() == [Disposition.SUCCEEDED]
 
     after = world.job(job)
-    assert (after.status, after.attempt) == (JobStatus.SUCCEEDED, 2)
+    assert (after.status, after.attempt) == (JobStatus.SUCCEEDED, 3)
     assert [o for _, o, _, _ in attempts(world, job)] == [
+        ExecutionOutcome.RETRYABLE,
         ExecutionOutcome.LEASE_EXPIRED,
         ExecutionOutcome.SUCCEEDED,
     ]
-    assert len(world.callbacks.requests) == 2  # at least once: the receiver saw it twice
+    assert len(world.callbacks.requests) == 3  # at least once: the receiver saw the second attempt twice
     assert world.state() == idle_state(wake=1)
 
 
 def test_given_finish_refused_by_the_job_items_condition_then_lost_hold_and_acknowledged(
     world: World,
 ) -> None:
-    job = world.submit()
+    job, _ = retried_once(world)
     world.store.transactions.plan(CONDITION_FAILED, count=1)
 
     assert world.drain() == [Disposition.LOST_HOLD]
 
     assert world.store.transactions.cancelled == 1
     assert world.job(job).status is JobStatus.RUNNING  # as DynamoDB said: another attempt owns it
-    assert world.state() == idle_state()
+    assert world.state() == idle_state(wake=1)
 
 
 # The same member delivered twice.
@@ -601,11 +631,11 @@ def test_given_claim_reply_lost_and_one_attempt_allowed_then_delivered_once_and_
 def test_given_finish_reply_lost_on_a_retry_then_retried_and_indexed_not_a_lost_hold(world: World) -> None:
     world.callbacks.then(response(503))
     job = world.submit()
-    world.store.replies.lose("transact_write_items")
+    world.store.replies.lose("update_item", count=2)  # the claim's, then the finish's (one UpdateItem)
 
     assert world.drain() == [Disposition.RETRIED]
 
-    assert world.store.replies.lost == 1
+    assert world.store.replies.lost == 2
     retry_due_ms = T0 + int(BACKOFF_S * 1000)
     assert world.job(job).generation == 2
     assert world.state() == idle_state(due={member(job, 2): retry_due_ms}, wake=1)

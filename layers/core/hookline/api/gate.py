@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.api_gateway import Route
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hookline.api.context import container
@@ -109,22 +110,25 @@ def _acting_for(found: Principal | None) -> Iterator[None]:
 def _admit(app: APIGatewayRestResolver, event: dict[str, Any]) -> tuple[Principal | None, dict[str, Any]]:
     """Authenticates, rate-limits, checks the route's scope and the body.
 
-    Returns the principal (None for public routes) and the event to route: its body as UTF-8 text and a
-    JSON media type spelled as the resolver's parser expects it.
+    A request no route serves skips the key: the resolver answers it 404 or 405 and runs no handler, so
+    the answer tells nothing the published OpenAPI document does not. (A REST API answers such requests
+    404 itself; an HTTP API's $default route sends them here, and they get the same 404 with or without a
+    key.)
+
+    Returns the principal (None for public routes and unrouted requests) and the event to route: its body
+    as UTF-8 text and a JSON media type spelled as the resolver's parser expects it.
     """
     path = str(event.get("path") or "/")
+    route = matched_route(app, str(event.get("httpMethod") or ""), path)
     found = None
-    if path not in PUBLIC_PATHS:
+    if path not in PUBLIC_PATHS and route is not None:
         found = container().authenticator.authenticate(_bearer(_headers(event)))
         _check_rate(found)
-        _check_scope(app, event, found)
+        _check_scope(route, found)
     return found, _checked_body(event, path)
 
 
-def _check_scope(app: APIGatewayRestResolver, event: Mapping[str, Any], found: Principal) -> None:
-    route = matched_route(app, str(event.get("httpMethod") or ""), str(event.get("path") or "/"))
-    if route is None:
-        return  # no route: the resolver answers 404 or 405, which tells nothing a key could not learn
+def _check_scope(route: Route, found: Principal) -> None:
     scope = scope_of(route.func)
     if scope is None:
         # A keyed route that declares no scope is a bug; refusing is the side that leaks nothing.

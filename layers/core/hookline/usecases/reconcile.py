@@ -1,17 +1,18 @@
 """Reconciliation: index again every live job DynamoDB holds that Redis lost, reading only what can be lost.
 
-Two scans of a shard's `live` index (ordered by live_due_ms: a waiting job's due time, a running one's
-lease expiry):
+Two scans of a shard's `live` index (ordered by live_due_ms: a job's due time, which a running job keeps;
+items an older version wrote hold a running job's lease expiry there):
 
-- due: what can be overdue, live_due_ms <= now + DUE_HORIZON_MS. Redis holds everything else until it falls
-  due; a job lost from it then shows up here. This is every ordinary run: its cost follows the backlog, not
-  the number of live jobs.
+- due: what can be overdue, live_due_ms <= now + DUE_HORIZON_MS, and of the running jobs only those whose
+  lease can have ended by then (the store filters on the projected lease). Redis holds everything else until
+  it falls due; a job lost from it then shows up here. This is every ordinary run: its cost follows the
+  backlog and the jobs running (each read, and filtered, by every due scan), not the number of live jobs.
 - full: everything, at once, when Redis lost its state: the shard's epoch (written when its consumer group is
   created) is missing or differs from the last complete rebuild's (RebuildMarks.lost).
 
 A scan stops at the invocation's deadline and keeps its cursor in Redis; the next run goes on from there
 and starts over only once it reached the end. So a backlog too large for one run cannot starve the jobs
-near its end (near-due ones, and leases about to expire, sort last): every job in the range is read within
+near its end (near-due ones sort last, running ones at their due time): every job in the range is read within
 ceil(range / one run's pages) runs, and the most overdue ones again as soon as a scan wraps around. A
 shard's live jobs spread over one index partition per job bucket; every page reads each partition not yet
 at its end (the store's cursor keeps each one's position), so the argument holds per partition: no

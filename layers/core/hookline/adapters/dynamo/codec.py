@@ -41,10 +41,13 @@ def live_index_page(
     start_key: dict[str, Any] | None,
     limit: int,
     sort_at_most: int | None = None,
+    item_filter: tuple[str, dict[str, str], dict[str, Any]] | None = None,
 ) -> tuple[list[Item], Any]:
     """Returns one page of the live GSI's partition and the key to go on from (None at the end).
 
     With sort_at_most, only items whose live_due_ms is at most that (ascending, as the index orders them).
+    item_filter is (FilterExpression, its names, its plain values): applied by DynamoDB after the page's
+    `limit` items were read, so a page may hold fewer items and still carry a key to go on from.
     """
     condition = "#live_pk = :partition"
     values: dict[str, Any] = {":partition": partition}
@@ -53,6 +56,12 @@ def live_index_page(
         condition += " AND #live_sk <= :sort_at_most"
         values[":sort_at_most"] = sort_at_most
         names["#live_sk"] = tables.LIVE_SK
+    extra: dict[str, Any] = {}
+    if item_filter is not None:
+        expression, filter_names, filter_values = item_filter
+        extra["FilterExpression"] = expression
+        names.update(filter_names)
+        values.update(filter_values)
     request: dict[str, Any] = {
         "TableName": table,
         "IndexName": tables.LIVE_INDEX,
@@ -60,6 +69,7 @@ def live_index_page(
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": to_attribute_values(values),
         "Limit": limit,
+        **extra,
     }
     if start_key is not None:
         request["ExclusiveStartKey"] = start_key
@@ -219,6 +229,39 @@ def item_to_live_job(item: Item) -> LiveJob:
         flow=FlowControl.decode(v["flow"]) if v.get("flow") else FlowControl(),
         lease_expires_at_ms=v.get("lease_expires_at_ms"),
     )
+
+
+def execution_to_map(execution: Execution) -> dict[str, Any]:
+    """Returns an attempt's record as a map attribute value, for a job item's FIRST_EXECUTION.
+
+    It holds what the execution item holds but its key, job id and expiry (the job item's own).
+    """
+    return {
+        "M": to_attribute_values(
+            {
+                tables.EXECUTIONS_SK: execution.attempt,
+                "generation": execution.generation,
+                "started_ms": execution.started_ms,
+                "finished_ms": execution.finished_ms,
+                "latency_ms": execution.latency_ms,
+                "outcome": execution.outcome.value,
+                "status_code": execution.status_code,
+                "error_class": execution.error_class,
+                "error_message": execution.error_message,
+                "response_preview": execution.response_preview,
+            }
+        )
+    }
+
+
+def first_execution(tenant: str, item: Item) -> Execution | None:
+    """Returns the record of attempt 1 a job item holds (None: not ended yet, or an item of an older
+    version, which kept it in the executions table)."""
+    value = item.get(tables.FIRST_EXECUTION)
+    if value is None or "M" not in value:
+        return None
+    job_id = item.get("job_id", {}).get("S", "")
+    return item_to_execution(tenant, {**value["M"], "job_id": {"S": job_id}})
 
 
 def execution_to_item(execution: Execution) -> Item:

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from hookline.adapters.dynamo import codec, paging, tables
 from hookline.adapters.dynamo.json_client import DynamoJsonClient
-from hookline.adapters.dynamo.transactions import CONDITION_FAILED, Transactions
+from hookline.adapters.dynamo.transactions import CONDITION_FAILED, TRANSIENT_ERROR_CODES, Transactions
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.errors import DependencyDown, IdempotencyConflict, NotFound, NotYet, StaleState
@@ -80,7 +80,16 @@ _NAMES = {
     "#change_token": CHANGE_TOKEN,
     "#claimed_from": CLAIMED_FROM_STATUS,
     "#claimed_ms": CLAIMED_FROM_MS,
+    "#first": tables.FIRST_EXECUTION,
 }
+
+# The live index's key of a job is (live_shard, live_due_ms = its due time) from the write that makes it
+# live (create, a retry's finish, replay) until the job ends: a claim, a take-over and a lease renewal change
+# only projected attributes (status, lease_expires_at_ms, updated_ms), one index write each instead of a
+# delete and a put. So a running job's live_due_ms is at most its lease's end (items an older version wrote
+# hold the lease's end there, and a renewal since then only moved the lease later), and the due scan, which
+# reads the index up to a horizon, keeps a running job only when its lease can have ended by then.
+RUNNING_JOB_DUE_BY_HORIZON = "NOT (#status = :running AND #lease > :horizon)"
 
 
 def _names(*expressions: str) -> dict[str, str]:
@@ -131,6 +140,12 @@ def _own_claim(item: codec.Item) -> Claim:
     if values.get(CLAIMED_FROM_STATUS) == JobStatus.RUNNING.value:
         return Claim(job, job.attempt - 1, values[CLAIMED_FROM_MS])
     return Claim(job)
+
+
+def split_executions(executions: list[Execution]) -> tuple[Execution | None, list[Execution]]:
+    """Returns the record of attempt 1 (written into the job item) and the others (executions table items)."""
+    first = next((e for e in executions if e.attempt == tables.FIRST_ATTEMPT), None)
+    return first, [e for e in executions if e.attempt != tables.FIRST_ATTEMPT]
 
 
 class DynamoJobStore:
@@ -269,7 +284,7 @@ class DynamoJobStore:
         # status and updated_ms the job had before this claim.
         update = (
             "SET #claimed_from = #status, #claimed_ms = #updated, #status = :running, "
-            "#attempt = #attempt + :one, #lease = :lease, #live_sk = :lease, #updated = :now_ms, "
+            "#attempt = #attempt + :one, #lease = :lease, #updated = :now_ms, "
             "#claim_token = :token"
         )
         try:
@@ -318,11 +333,12 @@ class DynamoJobStore:
     def renew_lease(self, job: Job, lease_expires_at_ms: int, timeout_ms: int | None = None) -> None:
         """Extends the lease of the attempt that holds job; StaleState when that attempt lost it.
 
-        Leaves updated_ms alone: it says when the attempt was claimed, which a take-over records. timeout_ms
+        Leaves updated_ms alone: it says when the attempt was claimed, which a take-over records; and the
+        live index's key (RUNNING_JOB_DUE_BY_HORIZON): only the projected lease changes. timeout_ms
         bounds the call, retries included (the JSON client's timeout_s); over a boto3 client, which cannot
         take it, the client's own timeouts and attempts bound the call.
         """
-        update = "SET #lease = :lease, #live_sk = :lease"
+        update = "SET #lease = :lease"
         bound: dict[str, float] = (
             {"timeout_s": timeout_ms / 1000} if timeout_ms is not None and self._takes_timeout else {}
         )
@@ -349,18 +365,69 @@ class DynamoJobStore:
             raise
 
     def finish(self, job: Job, finish: Finish, executions: list[Execution], now_ms: int) -> None:
-        """Records the attempts and the next state in one transaction.
+        """Records the attempts and the next state, all or nothing, fenced by HELD_BY_ATTEMPT.
 
-        A repeat of this call's own transaction (its reply was lost and the client sent it again, and
-        DynamoDB did not answer it from the transaction's idempotency token: an emulator, or a repeat after
-        the token's window) finds the job stamped by it and reports that success.
+        The record of attempt 1 goes into the job item (tables.FIRST_EXECUTION), every other attempt's into
+        the executions table. A finish with no other record (a job's first attempt, the common case) is one
+        conditional UpdateItem; with some, a transaction of the job's update and their puts (each item billed
+        twice). A repeat of this call's own write (its reply was lost and the client sent it again, and
+        DynamoDB did not answer it from the transaction's idempotency token: an UpdateItem, an emulator, or a
+        repeat after the token's window) finds the job stamped by it and reports that success.
 
         Raises:
             StaleState: The attempt no longer holds the job (the condition on the job item failed).
-            DependencyDown: DynamoDB kept cancelling the transaction for a transient reason; nothing was
-                written, and the caller must not take that for a lost lease.
+            DependencyDown: DynamoDB kept cancelling the transaction, or refusing the single update, for a
+                transient reason; nothing was written, and the caller must not take that for a lost lease.
         """
         token = new_write_token()
+        first, later = split_executions(executions)
+        key = self._key(job.tenant, job.job_id)
+        update = self._finish_update(job, finish, first, now_ms, token)
+        if not later:
+            self._finish_alone(job, update, token)
+            return
+        puts = [{"Put": {"TableName": self._executions, "Item": codec.execution_to_item(e)}} for e in later]
+        reasons = self._transactions.write([*puts, {"Update": update}])
+        if reasons is not None and reasons[len(puts)] == CONDITION_FAILED:
+            found = self._client.get_item(TableName=self._jobs, Key=key, ConsistentRead=True).get("Item")
+            if _stamped(found, FINISH_TOKEN, token):
+                return  # this call's first try wrote it (the execution records are plain puts: rewritten)
+            raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
+        if reasons is not None:
+            # Execution records carry no condition, so this cannot happen; never read it as a lost lease.
+            raise DependencyDown(f"job {job.job_id}: transaction cancelled for {reasons}")
+
+    def _finish_alone(self, job: Job, update: dict[str, Any], token: str) -> None:
+        """Sends a finish that writes the job item alone (one UpdateItem), with finish()'s errors.
+
+        A write DynamoDB kept refusing for a transient reason (throttling, a conflicting transaction, a 5xx:
+        TRANSIENT_ERROR_CODES, after the client's retries) is DependencyDown, as a transaction's transient
+        cancellations are, unless a consistent read finds this call's token (an earlier try whose reply was
+        lost was applied): the executor then leaves its entry pending, never takes it for a lost lease.
+        """
+        key = update["Key"]
+        try:
+            self._client.update_item(**update, ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except ClientError as error:
+            code = codec.error_code(error)
+            if code == "ConditionalCheckFailedException":
+                if _stamped(self._refused_item(error, key), FINISH_TOKEN, token):
+                    return  # this call's first try wrote it
+                raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job") from error
+            if code not in TRANSIENT_ERROR_CODES:
+                raise
+            try:
+                found = self._client.get_item(TableName=self._jobs, Key=key, ConsistentRead=True).get("Item")
+            except ClientError:
+                found = None
+            if _stamped(found, FINISH_TOKEN, token):
+                return
+            raise DependencyDown(f"job {job.job_id}: finish refused for {code}; retry later") from error
+
+    def _finish_update(
+        self, job: Job, finish: Finish, first: Execution | None, now_ms: int, token: str
+    ) -> dict[str, Any]:
+        """Returns the finish's UpdateItem request (HELD_BY_ATTEMPT), with attempt 1's record when given."""
         values: dict[str, Any] = {
             ":status": finish.status.value,
             ":now_ms": now_ms,
@@ -388,28 +455,19 @@ class DynamoJobStore:
             sets.append("#expires = :expires")
             values[":expires"] = now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S
             removes += ["#live_pk", "#live_sk"]
+        attribute_values = codec.to_attribute_values(values)
+        if first is not None:
+            sets.append("#first = :first")
+            attribute_values[":first"] = codec.execution_to_map(first)
         expression = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
-        key = self._key(job.tenant, job.job_id)
-        update = {
+        return {
             "TableName": self._jobs,
-            "Key": key,
+            "Key": self._key(job.tenant, job.job_id),
             "UpdateExpression": expression,
             "ConditionExpression": HELD_BY_ATTEMPT,
             "ExpressionAttributeNames": _names(expression, HELD_BY_ATTEMPT),
-            "ExpressionAttributeValues": codec.to_attribute_values(values),
+            "ExpressionAttributeValues": attribute_values,
         }
-        puts = [
-            {"Put": {"TableName": self._executions, "Item": codec.execution_to_item(e)}} for e in executions
-        ]
-        reasons = self._transactions.write([*puts, {"Update": update}])
-        if reasons is not None and reasons[len(puts)] == CONDITION_FAILED:
-            found = self._client.get_item(TableName=self._jobs, Key=key, ConsistentRead=True).get("Item")
-            if _stamped(found, FINISH_TOKEN, token):
-                return  # this call's first try wrote it (the execution records are plain puts: rewritten)
-            raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
-        if reasons is not None:
-            # Execution records carry no condition, so this cannot happen; never read it as a lost lease.
-            raise DependencyDown(f"job {job.job_id}: transaction cancelled for {reasons}")
 
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
         """Dead-letters a job of the member's generation whose deliveries ran out; StaleState otherwise.
@@ -521,22 +579,56 @@ class DynamoJobStore:
 
         A shard's live jobs spread over one GSI partition per bucket ("<shard>#<bucket>"); each page reads
         every partition not yet at its end (paging.scan_partitions), each in live_due_ms order: the due time
-        of a waiting job, the lease expiry of a running one. due_before_ms keeps only those that can be
-        overdue by then. The GSI projects only what reconciliation reads (tables.LIVE_JOB_ATTRIBUTES), never
-        a body. The cursor is JSON holding each partition's last key, so a caller may keep it between
-        invocations.
+        (a running job keeps the one it was claimed at; RUNNING_JOB_DUE_BY_HORIZON). due_before_ms keeps only
+        those that can be overdue by then: due by then and, if running, whose lease can have ended by then
+        (a filter: the running jobs before the horizon are read, and billed, on every such scan). The GSI
+        projects only what reconciliation reads (tables.LIVE_JOB_ATTRIBUTES), never a body. The cursor is
+        JSON holding each partition's last key, so a caller may keep it between invocations.
         """
+        item_filter = None
+        if due_before_ms is not None:
+            item_filter = (
+                RUNNING_JOB_DUE_BY_HORIZON,
+                _names(RUNNING_JOB_DUE_BY_HORIZON),
+                {":running": JobStatus.RUNNING.value, ":horizon": due_before_ms},
+            )
 
         def fetch(partition: str, start_key: Any, page: int) -> tuple[list[LiveJob], Any]:
             items, last_key = codec.live_index_page(
-                self._client, self._jobs, partition, start_key, page, sort_at_most=due_before_ms
+                self._client,
+                self._jobs,
+                partition,
+                start_key,
+                page,
+                sort_at_most=due_before_ms,
+                item_filter=item_filter,
             )
             return [codec.item_to_live_job(item) for item in items], last_key
 
         return paging.scan_partitions(self._keyspace.live_pks(shard), fetch, cursor, limit)
 
     def executions(self, tenant: str, job_id: str) -> list[Execution]:
-        """Returns every recorded attempt of a job, oldest first."""
+        """Returns every recorded attempt of a job, oldest first.
+
+        Attempt 1's record is in the job item (tables.FIRST_EXECUTION), read first; a job that made no other
+        attempt (its attempt counter is at most 1) needs no query of the executions table. An item an older
+        version wrote holds no record: its attempt 1 is in the executions table, like every later one.
+        """
+        reply = self._client.get_item(
+            TableName=self._jobs,
+            Key=self._key(tenant, job_id),
+            ConsistentRead=True,
+            ProjectionExpression="#job_id, #attempt, #first",
+            ExpressionAttributeNames={
+                "#job_id": "job_id",
+                "#attempt": "attempt",
+                "#first": tables.FIRST_EXECUTION,
+            },
+        )
+        job_item: codec.Item = reply.get("Item", {})
+        first = codec.first_execution(tenant, job_item)
+        if first is not None and codec.deserialize(job_item["attempt"]) <= tables.FIRST_ATTEMPT:
+            return [first]
         items: list[Any] = []
         request: dict[str, Any] = {
             "TableName": self._executions,
@@ -553,7 +645,10 @@ class DynamoJobStore:
             if "LastEvaluatedKey" not in reply:
                 break
             request["ExclusiveStartKey"] = reply["LastEvaluatedKey"]
-        return [codec.item_to_execution(tenant, item) for item in items]
+        by_attempt = {e.attempt: e for e in (codec.item_to_execution(tenant, item) for item in items)}
+        if first is not None:
+            by_attempt[first.attempt] = first
+        return [by_attempt[attempt] for attempt in sorted(by_attempt)]
 
     def list_jobs(
         self,

@@ -39,8 +39,16 @@ LIVE_SCHEDULE_ATTRIBUTES = (
     "end_ms",
 )
 TTL_ATTRIBUTE = "expires_at_s"
+# A job item holds the record of the job's attempt 1 (a map, codec.execution_to_map) once that attempt ended:
+# attempt numbers keep counting across retries and replays, so attempt 1 is one attempt per job, and its
+# finish writes one item (a conditional UpdateItem, not a transaction with an executions-table put). The
+# record lives as long as the job item: constants.TERMINAL_JOB_RETENTION_S after the job ends, which must be
+# no shorter than an execution item's EXECUTION_RETENTION_S after its attempt.
+FIRST_EXECUTION = "first_execution"
+FIRST_ATTEMPT = 1
 
-# Executions table: one item per attempt.
+# Executions table: one item per attempt after the first (FIRST_EXECUTION); items older versions wrote hold
+# attempt 1 too.
 EXECUTIONS_PK = "pk"  # "<tenant>#<job id>"
 EXECUTIONS_SK = "attempt"
 
@@ -84,9 +92,10 @@ def tenant_item_key(tenant: str) -> str:
 
 
 # A tenant's jobs and markers spread over this many partition keys (HOOKLINE_JOB_BUCKETS). DynamoDB serves
-# about 1,000 WCU/s per partition key value, and a job's life (put, claim, finish) costs about 4 WCU at 1 KB
-# in the table and again in the live index: 8 buckets lift one tenant, and one shard's live index, from
-# ~250 to ~2,000 jobs/s, while a listing page costs 8 small queries and a reconcile pass 8 per shard.
+# about 1,000 WCU/s per partition key value, and a one-attempt job's life (put, claim, finish) costs about
+# 3 WCU at 1 KB in the table and again in the live index: 8 buckets lift one tenant, and one shard's live
+# index, from ~330 to ~2,600 jobs/s, while a listing page costs 8 small queries and a reconcile pass 8 per
+# shard.
 # Split-for-heat does not help here: job ids (ULIDs) grow, so every write lands at the end of the range.
 DEFAULT_JOB_BUCKETS = 8
 MAX_JOB_BUCKETS = 64
