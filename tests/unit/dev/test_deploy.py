@@ -117,3 +117,10 @@ def test_given_template_then_its_runtime_names_the_layer_wheels_python() -> None
     assert template_python_version({"Globals": {"Function": {"Runtime": "python3.12"}}}) == "3.12"
     with pytest.raises(DeployError, match="no Python runtime"):
         template_python_version({"Globals": {"Function": {"Runtime": "nodejs20.x"}}})
+
+
+def test_given_template_when_sent_inline_then_it_fits_the_body_limit_with_room_for_packaging() -> None:
+    from hookline_local.deploy import TEMPLATE_BODY_LIMIT, compact_json
+
+    # Packaging replaces each function's and the layer's local path with an S3 URI (about 60 bytes each).
+    assert len(compact_json(load_template(find_template()))) + 5 * 60 <= TEMPLATE_BODY_LIMIT
