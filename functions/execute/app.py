@@ -1,4 +1,5 @@
-"""The execute function: delivers ready callbacks until its invocation is nearly over."""
+"""The execute function: delivers ready callbacks until its invocation is nearly over, or until it has had
+nothing to do for HOOKLINE_EXECUTOR_IDLE_MS (the promoter starts another when work comes)."""
 
 from typing import Any
 

@@ -1,7 +1,8 @@
-"""The promote function: moves due jobs onto the ready streams until its invocation is nearly over.
+"""The promote function: moves due jobs onto the ready streams until its invocation is nearly over, or
+until nothing falls due within the idle horizon (idle mode, hookline.usecases.idle).
 
-Between promoter runs it reads the ready streams' backlog and fans out: it starts more executors when
-the scheduled ones fall behind (hookline.usecases.scale).
+Between its ticks it reads the ready streams' backlog and starts executors: one when work waits and none
+runs, more while the streams back up (hookline.usecases.scale).
 """
 
 from typing import Any
@@ -29,7 +30,8 @@ freeze_start_up_heap()
 @tracer.capture_lambda_handler
 @sink.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Promotes due jobs in a loop (EventBridge starts one invocation a minute; overlaps are safe)."""
+    """Promotes due jobs in a loop (EventBridge starts one invocation a minute, an index call of a job due
+    soon one when none runs; overlaps are safe)."""
     deadline = deadline_ms(container.engine_clock, context)
     # Refuses shard or bucket counts that would strand jobs; checked here, not at import, so a throttled
     # DynamoDB delays the work instead of ending the cold start (Container.start_up).

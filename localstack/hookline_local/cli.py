@@ -75,7 +75,7 @@ def add_dev_commands(commands: Any) -> None:
         "--max-executors",
         type=int,
         default=defaults.max_executors,
-        help="execute invocations running at once, scheduled and fanned out",
+        help="execute invocations running at once, all started by the promoter",
     )
     dev.add_argument(
         "--api-sandboxes",

@@ -213,6 +213,15 @@ def package(
     return packaged
 
 
+# CloudFormation's limit on an inline template body (TemplateBody), in bytes.
+TEMPLATE_BODY_LIMIT = 51_200
+
+
+def compact_json(template: Mapping[str, Any]) -> str:
+    """Returns the template as JSON without optional whitespace (what counts against TEMPLATE_BODY_LIMIT)."""
+    return json.dumps(template, separators=(",", ":"))
+
+
 def create_stack(
     cfn: Any, name: str, template: Mapping[str, Any], parameters: Mapping[str, str]
 ) -> dict[str, str]:
@@ -222,9 +231,11 @@ def create_stack(
         DeployError: The stack failed (the message lists each failed resource and its reason) or did
             not finish within DEPLOY_TIMEOUT_S.
     """
+    # CloudFormation takes at most 51,200 bytes of TemplateBody (sam deploy uploads larger ones to S3):
+    # compact JSON keeps the packaged template under it (tests/unit/dev/test_deploy.py watches the margin).
     cfn.create_stack(
         StackName=name,
-        TemplateBody=json.dumps(template),
+        TemplateBody=compact_json(template),
         Parameters=[{"ParameterKey": key, "ParameterValue": value} for key, value in parameters.items()],
         Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
         OnFailure="DO_NOTHING",

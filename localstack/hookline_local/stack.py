@@ -168,13 +168,15 @@ class LocalStack:
         self._started.pools = list(pools.values())
         for pool in pools.values():
             pool.warm()
+        # The execute function has no schedule: the promoter's fan-out starts it when the streams hold work.
+        execute_id = execute_function_id(template)
         functions = {
             function_id: load_function(spec(function_id))
-            for function_id in dict.fromkeys(timer.function_id for timer in timer_specs)
+            for function_id in dict.fromkeys([*(timer.function_id for timer in timer_specs), execute_id])
         }
         scheduler = Scheduler(
             [Timer(functions[timer.function_id], timer.rate_s) for timer in timer_specs],
-            functions[execute_function_id(template)],
+            functions[execute_id],
             self.options.max_executors,
             self._report,
         )

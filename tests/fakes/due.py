@@ -50,8 +50,11 @@ class FakeDueIndex(FakeRedisRole):
             return self.memory.zrem(redis_keys.due_key(shard), member.encode()) == 1
 
     @port_call
-    def promote(self, shard: int, now_ms: int, batch: int = constants.PROMOTE_BATCH) -> PromoteResult:
-        """promote.lua: moves up to batch due members onto the ready stream; returns moved and next due."""
+    def promote(
+        self, shard: int, now_ms: int, batch: int = constants.PROMOTE_BATCH, alive_ms: int = 0
+    ) -> PromoteResult:
+        """promote.lua: moves up to batch due members onto the ready stream; returns moved and next due
+        (the promoter heartbeat, alive_ms, is not kept: no fake index wakes a promoter)."""
         due = redis_keys.due_key(shard)
         m = self.memory
         with m.lock:

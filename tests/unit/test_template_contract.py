@@ -318,6 +318,64 @@ def test_given_fan_out_variable_when_compared_with_execute_function_then_names_m
     assert env["HOOKLINE_EXECUTE_FUNCTION"] == execute["FunctionName"]
 
 
+def test_given_wake_variable_when_compared_with_promote_function_then_names_match(
+    template: dict[str, Any],
+) -> None:
+    env = function_environment(template, "SubmitFunction")
+    promote = template["Resources"]["PromoteFunction"]["Properties"]
+
+    assert env["HOOKLINE_PROMOTE_FUNCTION"] == promote["FunctionName"]
+
+
+@pytest.mark.parametrize(
+    "function_id", ["SubmitFunction", "PromoteFunction", "ExecuteFunction", "ReapFunction"]
+)
+def test_given_function_that_indexes_when_listing_policies_then_it_may_invoke_the_promoter(
+    template: dict[str, Any], function_id: str
+) -> None:
+    # Every function indexes jobs (submit, cron firings, retries, reconcile), and an index call of a job
+    # due soon while no promoter runs invokes one (idle mode).
+    policies = template["Resources"][function_id]["Properties"]["Policies"]
+    invokable = [
+        policy["LambdaInvokePolicy"]["FunctionName"] for policy in policies if "LambdaInvokePolicy" in policy
+    ]
+
+    assert template["Resources"]["PromoteFunction"]["Properties"]["FunctionName"] in invokable
+
+
+def test_given_reap_wake_variable_when_compared_with_reap_function_then_names_match(
+    template: dict[str, Any],
+) -> None:
+    env = function_environment(template, "SubmitFunction")
+    reap = template["Resources"]["ReapFunction"]["Properties"]
+
+    assert env["HOOKLINE_REAP_FUNCTION"] == reap["FunctionName"]
+
+
+@pytest.mark.parametrize("function_id", ["SubmitFunction", "PromoteFunction", "ExecuteFunction"])
+def test_given_function_that_notes_unindexed_jobs_when_listing_policies_then_it_may_invoke_the_reaper(
+    template: dict[str, Any], function_id: str
+) -> None:
+    policies = template["Resources"][function_id]["Properties"]["Policies"]
+    invokable = [p["LambdaInvokePolicy"]["FunctionName"] for p in policies if "LambdaInvokePolicy" in p]
+
+    assert template["Resources"]["ReapFunction"]["Properties"]["FunctionName"] in invokable
+
+
+def test_given_idle_settings_when_read_from_template_then_the_horizon_exceeds_the_promote_schedule(
+    template: dict[str, Any],
+) -> None:
+    env = function_environment(template, "PromoteFunction")
+    rate_s = {spec.function_id: spec.rate_s for spec in schedules(template)}["PromoteFunction"]
+    settings = Settings.from_env({name: str(value) for name, value in env.items() if isinstance(value, str)})
+
+    policy = settings.idle_policy()
+
+    assert policy.enabled
+    assert policy.horizon_ms > rate_s * 1000
+    assert settings.executor_idle_ms > 0
+
+
 def test_given_metric_alarms_when_compared_with_powertools_env_then_namespace_and_service_match(
     template: dict[str, Any],
 ) -> None:
@@ -398,12 +456,13 @@ def test_given_api_routes_when_listed_then_each_method_and_path_is_unique(templa
     assert ("GET", "/healthz") in counts
 
 
-def test_given_schedules_when_listed_then_promote_execute_and_reap_run_every_minute(
+def test_given_schedules_when_listed_then_promote_and_reap_run_every_minute_and_execute_never(
     template: dict[str, Any],
 ) -> None:
     rates = {spec.function_id: spec.rate_s for spec in schedules(template)}
 
-    assert rates == {"PromoteFunction": 60, "ExecuteFunction": 60, "ReapFunction": 60}
+    # Executors run only when there is work: the promoter starts them (usecases/scale.py).
+    assert rates == {"PromoteFunction": 60, "ReapFunction": 60}
 
 
 def test_given_promote_timeout_when_compared_with_its_schedule_then_invocations_overlap(
@@ -418,7 +477,9 @@ def test_given_promote_timeout_when_compared_with_its_schedule_then_invocations_
 def test_given_execute_timeout_when_longest_callback_must_fit_then_one_executor_always_claims(
     template: dict[str, Any],
 ) -> None:
-    rate_s = {spec.function_id: spec.rate_s for spec in schedules(template)}["ExecuteFunction"]
+    # No schedule starts executors any more; the window still outlasts the promoter's minute, so an
+    # executor started while work lasts reads until the next promoter can start another.
+    rate_s = {spec.function_id: spec.rate_s for spec in schedules(template)}["PromoteFunction"]
     timeout_s = function_timeout_s(template, "ExecuteFunction")
 
     # The executor claims only while the longest callback plus its wrap-up still fits in its

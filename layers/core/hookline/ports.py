@@ -234,8 +234,8 @@ class DueIndex(Protocol):
         """Removes a member from the due index."""
         ...
 
-    def promote(self, shard: int, now_ms: int, batch: int = ...) -> PromoteResult:
-        """Moves due members onto the ready stream."""
+    def promote(self, shard: int, now_ms: int, batch: int = ..., alive_ms: int = ...) -> PromoteResult:
+        """Moves due members onto the ready stream; alive_ms > 0 also sets the shard's promoter heartbeat."""
         ...
 
     def wait_for_wake(self, shards: Sequence[int], timeout_ms: int) -> bool:
@@ -423,6 +423,46 @@ class ExecutorLedger(Protocol):
 
     def release_executors(self, tokens: Sequence[str]) -> None:
         """Takes back granted launches that did not start."""
+        ...
+
+
+class PromoterPresence(Protocol):
+    """What a promoter reads and writes to end idle (Redis): the streams' contents, its heartbeats."""
+
+    def in_flight(self, shards: Sequence[int]) -> int:
+        """Returns the members in the shards' ready streams, read or not."""
+        ...
+
+    def stand_down(self, shards: Sequence[int]) -> None:
+        """Deletes the shards' promoter heartbeats: index calls wake a promoter from then on."""
+        ...
+
+    def earliest_due(self, shards: Sequence[int]) -> int | None:
+        """Returns the earliest due member's or schedule's time over the shards (None: nothing)."""
+        ...
+
+
+class ExecutorPresence(Protocol):
+    """Whether some executor is reading (Redis), so the fan-out starts one only when none is."""
+
+    def mark_executor_alive(self, ttl_ms: int) -> None:
+        """Notes that an executor reads, for ttl_ms."""
+        ...
+
+    def clear_executor_alive(self) -> None:
+        """Notes that an executor ended (another running marks itself again within its pass interval)."""
+        ...
+
+    def executor_alive(self) -> bool:
+        """Tells whether some executor marked itself alive and has not expired or ended."""
+        ...
+
+
+class PromoterWaker(Protocol):
+    """Starts one promoter invocation at once (an asynchronous Lambda invoke)."""
+
+    def wake(self) -> bool:
+        """Starts a promoter; False when the start was refused (never raises)."""
         ...
 
 

@@ -46,12 +46,9 @@ def test_given_output_that_is_not_an_api_url_when_mapped_then_deploy_error() -> 
         endpoint_api_url("http://127.0.0.1:3000", "http://127.0.0.1:4566")
 
 
-def test_given_template_then_the_scheduled_functions_are_promote_execute_and_reap() -> None:
-    assert scheduled_functions(load_template(find_template())) == [
-        "PromoteFunction",
-        "ExecuteFunction",
-        "ReapFunction",
-    ]
+def test_given_template_then_the_scheduled_functions_are_promote_and_reap() -> None:
+    # Executors run only when there is work: the promoter starts them.
+    assert scheduled_functions(load_template(find_template())) == ["PromoteFunction", "ReapFunction"]
 
 
 def test_given_function_folder_when_zipped_then_relative_paths_without_pycache(tmp_path: Path) -> None:
@@ -120,3 +117,10 @@ def test_given_template_then_its_runtime_names_the_layer_wheels_python() -> None
     assert template_python_version({"Globals": {"Function": {"Runtime": "python3.12"}}}) == "3.12"
     with pytest.raises(DeployError, match="no Python runtime"):
         template_python_version({"Globals": {"Function": {"Runtime": "nodejs20.x"}}})
+
+
+def test_given_template_when_sent_inline_then_it_fits_the_body_limit_with_room_for_packaging() -> None:
+    from hookline_local.deploy import TEMPLATE_BODY_LIMIT, compact_json
+
+    # Packaging replaces each function's and the layer's local path with an S3 URI (about 60 bytes each).
+    assert len(compact_json(load_template(find_template()))) + 5 * 60 <= TEMPLATE_BODY_LIMIT

@@ -8,7 +8,15 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from hookline.adapters.lambda_launcher import FAN_OUT_EVENT, MAX_PARALLEL_INVOKES, LambdaLauncher
+from hookline.adapters.lambda_launcher import (
+    FAN_OUT_EVENT,
+    MAX_PARALLEL_INVOKES,
+    WAKE_EVENT,
+    LambdaLauncher,
+    LambdaWaker,
+)
+from hookline.ports import NullMetrics
+from hookline.usecases.idle import Wake
 
 
 class FakeLambda:
@@ -58,4 +66,32 @@ def test_given_throttled_lambda_when_launching_then_only_accepted_invokes_count(
     launcher = LambdaLauncher(lambda: FakeLambda(accept=1), "hookline-execute")
 
     assert launcher.launch(3) == 1
-    assert "fan-out invoke failed" in caplog.text
+    assert "async invoke failed" in caplog.text
+
+
+def test_given_lambda_waker_when_waking_then_one_async_invoke_of_the_promote_function() -> None:
+    client = FakeLambda()
+
+    assert LambdaWaker(lambda: client, "hookline-promote").wake() is True
+    assert [(call["FunctionName"], call["InvocationType"]) for call in client.calls] == [
+        ("hookline-promote", "Event")
+    ]
+    assert client.calls[0]["Payload"] == b'{"source": "hookline.wake"}'
+    assert WAKE_EVENT == {"source": "hookline.wake"}
+
+
+def test_given_throttled_lambda_when_waking_then_false_and_counted_never_raised() -> None:
+    class Metrics(NullMetrics):
+        def __init__(self) -> None:
+            self.counted: list[str] = []
+
+        def count(self, name: str, value: int = 1) -> None:
+            self.counted.append(name)
+
+    metrics = Metrics()
+    waker = LambdaWaker(lambda: FakeLambda(accept=0), "hookline-promote")
+
+    assert waker.wake() is False
+    Wake(waker, metrics)(0)  # what index.lua's claim calls: a failed wake fails nothing
+
+    assert metrics.counted == ["PromoterWakeFailures"]

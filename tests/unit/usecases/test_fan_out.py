@@ -156,6 +156,7 @@ class TickingPromoter:
     def __init__(self, world: World) -> None:
         self.clock = world.clock
         self.runs: list[int] = []
+        self.next_due_ms: int | None = None  # nothing due: no idle-mode lead start
 
     def run(self, deadline_ms: int, between: Callable[[], object] | None = None) -> int:
         """Returns the ticks made (one job moved each)."""
@@ -196,3 +197,82 @@ def test_given_deadline_when_promoting_then_one_run_to_it_reads_the_backlog_once
     assert promoter.runs == [start + 2_500]
     assert moved == 10
     assert [at - start for at in redis.reads_at] == [0, 0, 1_000, 1_000, 2_000, 2_000]
+
+
+class Presence:
+    """Whether an executor marks itself alive (adapters/redis/fanout.py keeps it in Redis)."""
+
+    def __init__(self, alive: bool) -> None:
+        self.alive = alive
+
+    def mark_executor_alive(self, ttl_ms: int) -> None:
+        self.alive = True
+
+    def clear_executor_alive(self) -> None:
+        self.alive = False
+
+    def executor_alive(self) -> bool:
+        return self.alive
+
+
+def idle_scaler(
+    world: World, launcher: RecordingLauncher, presence: Presence, ceiling: int = 25
+) -> ExecutorScaler:
+    redis: FakeIndex = world.redis("promoter")
+    policy = FanOutPolicy(
+        backlog_per_executor=PER_EXECUTOR,
+        max_executors=ceiling,
+        check_interval_ms=1_000,
+        start_ms=5_000,
+        executor_run_ms=60_000,
+        lead_ms=3_000,
+    )
+    return ExecutorScaler(
+        redis, world.clock, [0, 1], launcher, world.metrics, redis, policy, presence=presence
+    )
+
+
+def test_given_idle_mode_when_one_entry_waits_and_no_executor_runs_then_one_is_started_once(
+    world: World,
+) -> None:
+    backlog(world, 1, 1)
+    launcher = RecordingLauncher()
+    fan_out = idle_scaler(world, launcher, Presence(alive=False))
+
+    # the second check falls within the first launch's start: it counts as starting, none more
+    assert checks(world, fan_out, 2) == [1, 0]
+    assert launcher.requests == [1]
+
+
+def test_given_idle_mode_when_an_executor_runs_then_a_small_backlog_starts_none(world: World) -> None:
+    backlog(world, 0, 3)
+    launcher = RecordingLauncher()
+
+    assert idle_scaler(world, launcher, Presence(alive=True)).check() == 0
+    assert launcher.requests == []
+
+
+def test_given_idle_mode_and_ceiling_zero_when_work_waits_then_still_one_executor(world: World) -> None:
+    backlog(world, 0, 1)
+    launcher = RecordingLauncher()
+
+    assert idle_scaler(world, launcher, Presence(alive=False), ceiling=0).check() == 1
+
+
+def test_given_idle_mode_when_a_member_is_due_within_the_lead_then_an_executor_is_started_ahead(
+    world: World,
+) -> None:
+    launcher = RecordingLauncher()
+    fan_out = idle_scaler(world, launcher, Presence(alive=False))
+    now_ms = world.clock.now_ms()
+
+    assert fan_out.check(next_due_ms=now_ms + 3_001) == 0
+    world.clock.advance(1_000)
+    assert fan_out.check(next_due_ms=now_ms + 3_001) == 1
+
+
+def test_given_idle_mode_when_nothing_waits_or_is_due_then_no_executor(world: World) -> None:
+    launcher = RecordingLauncher()
+
+    assert idle_scaler(world, launcher, Presence(alive=False)).check(next_due_ms=None) == 0
+    assert launcher.requests == []

@@ -1,4 +1,5 @@
-"""Starts extra executors as asynchronous Lambda invocations (hookline.ports.ExecutorLauncher)."""
+"""Starts extra executors (hookline.ports.ExecutorLauncher) and woken promoters (hookline.ports.PromoterWaker)
+as asynchronous Lambda invocations."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ logger = logging.getLogger(__name__)
 
 # What a fan-out invocation of the execute function receives (it ignores its event, as with EventBridge).
 FAN_OUT_EVENT = {"source": "hookline.fan-out"}
+# What a woken promote invocation receives (it ignores its event too).
+WAKE_EVENT = {"source": "hookline.wake"}
 # Invokes sent at once: the promoter waits for a launch, so ten invokes cost about one round trip, not ten.
 MAX_PARALLEL_INVOKES = 10
 
@@ -19,11 +22,13 @@ MAX_PARALLEL_INVOKES = 10
 class LambdaLauncher:
     """Starts executors as asynchronous invocations (InvocationType=Event) of the execute function."""
 
-    def __init__(self, client_factory: Callable[[], Any], function_name: str) -> None:
+    def __init__(
+        self, client_factory: Callable[[], Any], function_name: str, event: dict[str, str] | None = None
+    ) -> None:
         self._client_factory = client_factory
         self._client: Any = None
         self._function_name = function_name
-        self._payload = json.dumps(FAN_OUT_EVENT).encode()
+        self._payload = json.dumps(FAN_OUT_EVENT if event is None else event).encode()
 
     def launch(self, count: int) -> int:
         """Queues count asynchronous invocations, up to MAX_PARALLEL_INVOKES at a time; returns how many
@@ -47,7 +52,18 @@ class LambdaLauncher:
                 FunctionName=self._function_name, InvocationType="Event", Payload=self._payload
             )
         except Exception:
-            # Fan-out is an optimisation: the scheduled executors still drain the stream.
-            logger.exception("fan-out invoke failed", extra={"function": self._function_name})
+            # The caller counts the refusal; the next check (fan-out) or the schedule's tick (wake) retries.
+            logger.exception("async invoke failed", extra={"function": self._function_name})
             return False
         return True
+
+
+class LambdaWaker:
+    """Starts one promoter as an asynchronous invocation (InvocationType=Event) of the promote function."""
+
+    def __init__(self, client_factory: Callable[[], Any], function_name: str) -> None:
+        self._launcher = LambdaLauncher(client_factory, function_name, WAKE_EVENT)
+
+    def wake(self) -> bool:
+        """Queues one invocation; False when Lambda refused it (logged, never raised)."""
+        return self._launcher.launch(1) == 1

@@ -66,6 +66,8 @@ PROMOTER_MAX_SLEEP_MS = 1000
 # invocation died, or the next one has not started): executors and the reaper promote it themselves.
 PROMOTER_GAP_MS = 2_000
 EXECUTOR_BLOCK_MS = 1000
+# An executor with nothing read or in flight this long, the streams empty, ends its invocation (idle mode).
+EXECUTOR_IDLE_MS = 10_000
 # A shard reader in a backlog waits up to this long for more delivery slots to free before it reads, so one
 # XREADGROUP serves several jobs (usecases/readers.py); an idle executor reads at once.
 READ_GATHER_MS = 2

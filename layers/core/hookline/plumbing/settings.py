@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from hookline.adapters.dynamo.tables import DEFAULT_JOB_BUCKETS
 from hookline.domain import constants
+from hookline.domain.idle import IdlePolicy
 from hookline.domain.leases import LeaseTiming
 
 
@@ -59,8 +60,20 @@ class Settings:
     tenant_rate_limit_per_s: int | None = None
     # The function the promoter invokes to fan out executors; None starts no extra executors.
     execute_function: str | None = None
-    # The most fanned-out executors running at once, over every promoter (0: no fan-out).
+    # The most fanned-out executors running at once, over every promoter (0: one at most, started when the
+    # streams hold work and none runs).
     max_executors: int = constants.FAN_OUT_MAX_EXECUTORS
+    # Idle mode (hookline.domain.idle): a promoter ends once nothing falls due within idle_horizon_ms and
+    # the streams stayed empty for idle_grace_ms (horizon 0: it runs to its deadline); an index call of a
+    # member due within the horizon while none runs invokes promote_function (None: none is woken, so keep
+    # the horizon 0); an executor ends after executor_idle_ms without work (0: at its deadline).
+    idle_horizon_ms: int = IdlePolicy.horizon_ms
+    idle_grace_ms: int = IdlePolicy.grace_ms
+    executor_idle_ms: int = constants.EXECUTOR_IDLE_MS
+    promote_function: str | None = None
+    # The reap function a writer that noted a job (Redis failed its index write) invokes, so an idle reaper
+    # (its watch ended early) does not leave the note to the next tick; None: the watch never ends early.
+    reap_function: str | None = None
     # Cron: the shortest gap between two occurrences of a schedule (1000 ms: cron's own limit, so no floor),
     # per-tenant overrides as "tenant=ms,tenant=ms", and how late an occurrence may fire before it counts
     # as missed (then the schedule's catch-up policy applies). Keep the grace above the claim expiry
@@ -78,6 +91,15 @@ class Settings:
             heartbeat_ms=self.heartbeat_ms,
             redeliver_after_ms=self.redeliver_after_ms,
             recover_every_ms=self.recover_every_ms,
+        )
+
+    def idle_policy(self) -> IdlePolicy:
+        """Returns the promoter's idle policy; ValueError when the horizon is not above the schedule."""
+        # The heartbeat outlasts three sweeps (a promoter visits every shard each longest sleep) and a tick.
+        return IdlePolicy(
+            horizon_ms=self.idle_horizon_ms,
+            grace_ms=self.idle_grace_ms,
+            alive_ms=3 * self.promoter_max_sleep_ms + 2_000,
         )
 
     def cron_tenant_floors_ms(self) -> dict[str, int]:
@@ -120,6 +142,11 @@ class Settings:
             tenant_rate_limit_per_s=_optional_int(env.get("HOOKLINE_TENANT_RATE_LIMIT_PER_S")),
             execute_function=env.get("HOOKLINE_EXECUTE_FUNCTION") or None,
             max_executors=int(env.get("HOOKLINE_MAX_EXECUTORS") or default.max_executors),
+            idle_horizon_ms=int(env.get("HOOKLINE_IDLE_HORIZON_MS") or default.idle_horizon_ms),
+            idle_grace_ms=int(env.get("HOOKLINE_IDLE_GRACE_MS") or default.idle_grace_ms),
+            executor_idle_ms=int(env.get("HOOKLINE_EXECUTOR_IDLE_MS") or default.executor_idle_ms),
+            promote_function=env.get("HOOKLINE_PROMOTE_FUNCTION") or None,
+            reap_function=env.get("HOOKLINE_REAP_FUNCTION") or None,
             cron_min_interval_ms=int(env.get("HOOKLINE_CRON_MIN_INTERVAL_MS", default.cron_min_interval_ms)),
             cron_tenant_min_interval_ms=env.get("HOOKLINE_CRON_TENANT_MIN_INTERVAL_MS", ""),
             cron_misfire_grace_ms=int(

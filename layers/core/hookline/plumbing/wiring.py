@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from hookline.adapters.dynamo.tables import Keyspace
 from hookline.adapters.dynamo.unindexed import DynamoUnindexedLog
 from hookline.adapters.http.client import HttpCallbackClient
 from hookline.adapters.http.safety import check_url
-from hookline.adapters.lambda_launcher import LambdaLauncher
+from hookline.adapters.lambda_launcher import LambdaLauncher, LambdaWaker
 from hookline.adapters.redis.cluster import cluster_client, is_cluster
 from hookline.adapters.redis.index import RedisIndex
 from hookline.adapters.redis.server_clock import RedisTimeClock
@@ -33,12 +34,14 @@ from hookline.adapters.redis.stats import RedisStats
 from hookline.domain import constants
 from hookline.domain.clock import SystemClock
 from hookline.domain.errors import IndexUnavailable
+from hookline.domain.idle import IdlePolicy
 from hookline.plumbing.settings import Settings
-from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics
+from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics, PromoterWaker, UnindexedLog
 from hookline.usecases.auth import Authenticator
 from hookline.usecases.circuit import Circuit, CircuitStats
 from hookline.usecases.cron import CronRunner, ScheduleReconciler
 from hookline.usecases.execute import Executor
+from hookline.usecases.idle import IdleWatch, NoWaker, Wake, WakingUnindexedLog
 from hookline.usecases.manage import JobManager
 from hookline.usecases.promote import Promoter
 from hookline.usecases.reap import Reaper
@@ -48,6 +51,8 @@ from hookline.usecases.schedules import FrequencyFloor, ScheduleManager
 from hookline.usecases.shards import StartUpChecks, check_bucket_count, check_shard_count
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline.usecases.submit import JobSubmitter
+
+logger = logging.getLogger(__name__)
 
 # botocore's defaults (60 s connect and read timeouts) let one call to a browned-out DynamoDB hang a
 # thread for minutes, far past the lease (10 s) the executor holds: the attempt would then start or finish
@@ -264,8 +269,68 @@ class Container:
 
     @cached_property
     def index(self) -> RedisIndex:
-        """The Redis live indexes."""
-        return RedisIndex(self.redis, consumer=self.consumer, clock=self.engine_clock, metrics=self.metrics)
+        """The Redis live indexes; in idle mode every index call may wake a promoter (index.lua's claim)."""
+        index = RedisIndex(self.redis, consumer=self.consumer, clock=self.engine_clock, metrics=self.metrics)
+        try:
+            wake = self.idle_policy.wake()
+        except ValueError:
+            # Refused loudly by the promoter (its function fails at every tick, and alarms); the API and the
+            # executors go on without waking one meanwhile.
+            logger.exception("idle mode's settings are refused; no promoter is woken")
+            wake = None
+        if wake is not None:
+            index.wake_promoters_with(wake, self._wake_promoter)
+        return index
+
+    def _wake_promoter(self, shard: int) -> None:
+        # The waker is looked up at each wake, so one swapped in after the index was built is the one used.
+        Wake(self.promoter_waker, self.metrics)(shard)
+
+    @cached_property
+    def idle_policy(self) -> IdlePolicy:
+        """When promoters end idle: the settings' policy where a promoter can be woken
+        (HOOKLINE_PROMOTE_FUNCTION, or a waker swapped in), else off (horizon 0: one runs to its deadline).
+        """
+        if self.settings.promote_function is None and "promoter_waker" not in self.__dict__:
+            return IdlePolicy(horizon_ms=0)
+        return self.settings.idle_policy()
+
+    @cached_property
+    def reaper_waker(self) -> PromoterWaker:
+        """Starts a reaper: an async invoke of HOOKLINE_REAP_FUNCTION (tests swap it)."""
+        name = self.settings.reap_function
+        if name is None:
+            return NoWaker()
+        settings = self.settings
+        return LambdaWaker(
+            lambda: boto3.client(
+                "lambda", endpoint_url=settings.aws_endpoint_url, region_name=settings.aws_region
+            ),
+            name,
+        )
+
+    @cached_property
+    def reaper_idles(self) -> bool:
+        """Whether the reaper's watch may end early: idle mode on, and a noted job can start a reaper."""
+        wakeable = self.settings.reap_function is not None or "reaper_waker" in self.__dict__
+        try:
+            return wakeable and self.idle_policy.enabled
+        except ValueError:
+            return False
+
+    @cached_property
+    def promoter_waker(self) -> PromoterWaker:
+        """Starts a promoter: an async invoke of HOOKLINE_PROMOTE_FUNCTION (the local stack swaps it)."""
+        name = self.settings.promote_function
+        if name is None:
+            return NoWaker()
+        settings = self.settings
+        return LambdaWaker(
+            lambda: boto3.client(
+                "lambda", endpoint_url=settings.aws_endpoint_url, region_name=settings.aws_region
+            ),
+            name,
+        )
 
     @cached_property
     def stats(self) -> RedisStats:
@@ -299,9 +364,13 @@ class Container:
         return Authenticator(self.keys, self.clock)
 
     @cached_property
-    def unindexed(self) -> DynamoUnindexedLog:
-        """Jobs written while Redis failed them, noted in the API keys table for the reaper."""
-        return DynamoUnindexedLog(self.dynamodb, self.settings.api_keys_table)
+    def unindexed(self) -> UnindexedLog:
+        """Jobs written while Redis failed them, noted in the API keys table for the reaper; in idle mode a
+        note also starts a reaper (usecases/idle.py WakingUnindexedLog)."""
+        log = DynamoUnindexedLog(self.dynamodb, self.settings.api_keys_table)
+        if not self.reaper_idles:
+            return log
+        return WakingUnindexedLog(log, self.reaper_waker, self.clock, self.metrics)
 
     @cached_property
     def redis_circuit(self) -> Circuit:
@@ -347,6 +416,7 @@ class Container:
             self.metrics,
             self.settings.promoter_max_sleep_ms,
             cron=self.cron,
+            idle=IdleWatch(self.index, self.engine_clock, self.shards, self.metrics, self.idle_policy),
         )
 
     @cached_property
@@ -413,6 +483,9 @@ class Container:
             timing=self.settings.lease_timing(),
             max_deliveries=self.settings.max_deliveries,
             unindexed=self.unindexed,
+            presence=self.index,
+            # Ending idle only where a promoter starts executors again (the fan-out's function is named).
+            idle_ms=self.settings.executor_idle_ms if self.settings.execute_function else 0,
         )
 
     @cached_property
@@ -453,6 +526,10 @@ class Container:
                 self.engine_clock,
             ),
             stats=self.stats,
+            idle=IdleWatch(self.index, self.engine_clock, self.shards, self.metrics, self.idle_policy)
+            if self.reaper_idles
+            else None,
+            presence=self.index,
         )
 
     @cached_property
@@ -484,6 +561,7 @@ class Container:
             self.metrics,
             self.index,
             policy,
+            presence=self.index,
         )
 
     def close(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 from collections.abc import Sequence
 from enum import StrEnum
 
@@ -11,7 +12,8 @@ from hookline.domain import constants
 from hookline.domain.backoff import retry_delay_ms
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.delivery import Claim, Finish, Slot, StreamEntry
-from hookline.domain.errors import DependencyDown, NotYet, StaleState
+from hookline.domain.errors import DependencyDown, IndexUnavailable, NotYet, StaleState
+from hookline.domain.idle import executor_may_exit
 from hookline.domain.leases import LeaseTiming
 from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
 from hookline.domain.signing import callback_headers
@@ -20,6 +22,7 @@ from hookline.ports import (
     CallbackClient,
     Clock,
     DueIndex,
+    ExecutorPresence,
     JobStore,
     Limiters,
     MetricsSink,
@@ -59,6 +62,33 @@ class Disposition(StrEnum):
     LEFT_PENDING = "left_pending"  # nothing recorded; a recoverer re-delivers the entry once it is idle
 
 
+class _Busy:
+    """A thread-safe count of deliveries in flight."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def add(self, delta: int) -> None:
+        """Adds delta to the count."""
+        with self._lock:
+            self.count += delta
+
+
+class _IdleClock:
+    """When an executor run last had work: an entry read, or a delivery in flight."""
+
+    def __init__(self, now_ms: int) -> None:
+        self.last_busy_ms = now_ms
+        self._read = 0
+
+    def saw(self, now_ms: int, read: int, in_flight: int) -> None:
+        """Notes the run's read count and deliveries in flight at now_ms."""
+        if read != self._read or in_flight:
+            self._read = read
+            self.last_busy_ms = now_ms
+
+
 class Executor:
     """Turns ready-stream entries into callbacks; at-least-once, each outcome in DynamoDB before the ack."""
 
@@ -81,8 +111,14 @@ class Executor:
         timing: LeaseTiming | None = None,
         max_deliveries: int = 5,
         unindexed: UnindexedLog | None = None,
+        presence: ExecutorPresence | None = None,
+        idle_ms: int = 0,
     ) -> None:
         self._store = store
+        # Idle mode: a run marks itself alive (the fan-out starts an executor only when none is) and ends
+        # once it had nothing to do for idle_ms and the streams hold nothing (0: it runs to its deadline).
+        self._presence = presence
+        self._idle_ms = idle_ms
         self._stream = stream
         self._due = due
         self._unindexed = unindexed
@@ -136,11 +172,16 @@ class Executor:
         other than a Redis blip ends the run and is raised.
         """
         capacity = Capacity(self._concurrency)
+        # Deliveries started and not ended (a reader blocked for entries holds free slots, so the capacity
+        # cannot tell an idle run from a busy one).
+        busy = _Busy()
 
         def process_and_settle(entry: StreamEntry) -> None:
+            busy.add(1)
             try:
                 self.process_safely(entry)
             finally:
+                busy.add(-1)
                 # The slot goes back as the attempt ends, its acknowledgement perhaps still queued: pending
                 # under this consumer are at most the concurrency plus the acker's unsent (usecases/acker.py).
                 capacity.give(1)
@@ -158,12 +199,21 @@ class Executor:
                 workers.submit,
                 gather=max(1, self._concurrency // READ_GATHER_DIVISOR),
             )
+            self._mark_alive()
             self._recover_when_due()
             readers.start(deadline_ms, block_ms)
+            idle = _IdleClock(self._clock.now_ms())
             try:
                 while not readers.join(max(0.001, (self._next_recovery_ms - self._clock.now_ms()) / 1000)):
                     self._recover_when_due()
                     self._flush_stats()
+                    self._mark_alive()
+                    if self._ends_idle(idle, readers.read, busy.count):
+                        logger.info(
+                            "no work for a while; the executor ends", extra={"idle_ms": self._idle_ms}
+                        )
+                        self._metrics.count("ExecutorIdleExits")
+                        break
             finally:
                 readers.stop()
                 # Readers leave after their current read (blocked at most block_ms); waiting for them keeps
@@ -171,8 +221,46 @@ class Executor:
                 readers.join(block_ms / 1000 + READER_JOIN_SLACK_S)
         # The workers have finished every delivery: all of this run's outcomes are counted.
         self._flush_stats()
+        self._clear_alive()
         readers.raise_failure()
         return readers.read
+
+    def _ends_idle(self, idle: _IdleClock, read: int, in_flight: int) -> bool:
+        """Tells whether the run ends idle: nothing read or in flight for idle_ms, and the streams empty.
+
+        The streams are read only once the run has been idle that long: entries another executor left
+        pending are still work (this run's recovery pass re-delivers them), so it stays for them.
+        """
+        now_ms = self._clock.now_ms()
+        idle.saw(now_ms, read, in_flight)
+        if not executor_may_exit(self._idle_ms, now_ms, idle.last_busy_ms, in_flight):
+            return False
+        try:
+            waiting = sum(self._due.depth(shard)[1] for shard in self._shards)
+        except IndexUnavailable:
+            return False
+        if waiting:
+            idle.last_busy_ms = now_ms
+            return False
+        return True
+
+    def _mark_alive(self) -> None:
+        """Refreshes the executor heartbeat, for three recovery passes (the loop wakes once a pass)."""
+        if self._presence is None:
+            return
+        try:
+            self._presence.mark_executor_alive(3 * self._timing.recover_every_ms)
+        except IndexUnavailable:
+            return
+
+    def _clear_alive(self) -> None:
+        """Clears the heartbeat as the run ends: its readers have stopped, so it reads nothing more."""
+        if self._presence is None:
+            return
+        try:
+            self._presence.clear_executor_alive()
+        except IndexUnavailable:
+            return
 
     def drain(self) -> list[Disposition | None]:
         """Processes, one by one in this thread, every entry ready now on any shard; for tests and tools."""

@@ -23,6 +23,7 @@ from hookline.domain import constants
 from hookline.domain.delivery import TickResult
 from hookline.domain.errors import IndexUnavailable
 from hookline.ports import Clock, CronPass, DueIndex, MetricsSink
+from hookline.usecases.idle import IdleWatch
 from hookline.usecases.outage import Outage
 from hookline.usecases.wake import ShardWaiters
 
@@ -45,6 +46,7 @@ class Promoter:
         batch: int = constants.PROMOTE_BATCH,
         sleep: Callable[[float], None] = time.sleep,
         cron: CronPass | None = None,
+        idle: IdleWatch | None = None,
     ) -> None:
         self._index = index
         self._clock = clock
@@ -54,20 +56,30 @@ class Promoter:
         self._batch = batch
         self._sleep = sleep
         self._cron = cron
+        self._idle = idle
+        # Each visit of a shard sets its promoter heartbeat for this long (0: none, without idle mode).
+        self._alive_ms = idle.policy.alive_ms if idle is not None and idle.policy.enabled else 0
         self._due_shards = DueShards(self._shards, max_sleep_ms)
 
-    def tick(self, shards: Sequence[int] | None = None) -> TickResult:
+    @property
+    def next_due_ms(self) -> int | None:
+        """Returns the earliest due time known over every shard (None: nothing known to be due)."""
+        return self._due_shards.earliest()
+
+    def tick(self, shards: Sequence[int] | None = None, alive: bool = True) -> TickResult:
         """Promotes at most one batch on each shard given (all by default), running the cron pass on each.
 
         next_due_ms is the earliest due time known over every shard, visited now or before. A shard whose
-        Redis fails does not stop the others: the tick goes on, then raises the first such failure.
+        Redis fails does not stop the others: the tick goes on, then raises the first such failure. alive:
+        each visit sets the shard's promoter heartbeat (in idle mode; the last look before ending does not).
         """
         now_ms = self._clock.now_ms()
+        alive_ms = self._alive_ms if alive else 0
         moved, more = 0, False
         failure: IndexUnavailable | None = None
         for shard in self._shards if shards is None else shards:
             try:
-                shard_moved, shard_next, shard_more = self._tick_shard(shard, now_ms)
+                shard_moved, shard_next, shard_more = self._tick_shard(shard, now_ms, alive_ms)
             except IndexUnavailable as error:
                 # Members moved before the failure stay moved (each script is atomic); the shard counts as
                 # unknown, so the next tick visits it again.
@@ -83,9 +95,12 @@ class Promoter:
             raise failure
         return TickResult(moved, self._due_shards.earliest(), more)
 
-    def _tick_shard(self, shard: int, now_ms: int) -> tuple[int, int | None, bool]:
+    def _tick_shard(self, shard: int, now_ms: int, alive_ms: int = 0) -> tuple[int, int | None, bool]:
         """Promotes one batch of the shard and runs its cron pass; returns (moved, next due, more due)."""
-        result = self._index.promote(shard, now_ms, self._batch)
+        if alive_ms > 0:
+            result = self._index.promote(shard, now_ms, self._batch, alive_ms)
+        else:
+            result = self._index.promote(shard, now_ms, self._batch)
         next_due, more = result.next_due_ms, result.moved == self._batch
         if self._cron is not None:
             # Instances are indexed as they are created (due now: onto the ready stream), so they are not
@@ -102,9 +117,12 @@ class Promoter:
         `between` (the fan-out check) is called after every tick. A Redis blip does not end the run: the
         loop backs off (100 ms doubling to 500 ms) and goes on, so promotion resumes within half a second
         of Redis answering again rather than at the next invocation. Due members wait in the ZSET meanwhile;
-        what Redis lost, the reaper rebuilds.
+        what Redis lost, the reaper rebuilds. In idle mode the run ends early once nothing falls due within
+        the horizon and the streams stayed empty for the grace (usecases/idle.py: stand down, look again).
         """
         total = 0
+        if self._idle is not None:
+            self._idle.reset()
         outage = Outage(self._clock, self._metrics, "promote")
         waiters = None
         if len(self._shards) > 1:
@@ -113,25 +131,54 @@ class Promoter:
         try:
             while self._clock.now_ms() < deadline_ms:
                 try:
-                    visit = None
-                    if waiters is not None:
-                        visit = self._due_shards.to_visit(self._clock.now_ms(), waiters.take_woken())
-                    result = self.tick(visit)
-                    total += result.moved
-                    if between is not None:
-                        between()
-                    if not result.more_due and waiters is None:
-                        self._wait(result.next_due_ms, deadline_ms)
-                    elif not result.more_due and waiters is not None:
-                        self._wait_on_waiters(waiters, result.next_due_ms, deadline_ms)
+                    moved = self._step(waiters, deadline_ms, between)
                 except IndexUnavailable as error:
                     self._sleep(outage.failed(error, deadline_ms))
                     continue
                 outage.succeeded()
+                if moved is None:
+                    break
+                total += moved
         finally:
             if waiters is not None:
                 waiters.stop()
         return total
+
+    def _step(
+        self, waiters: ShardWaiters | None, deadline_ms: int, between: Callable[[], object] | None
+    ) -> int | None:
+        """One tick, the fan-out check, then the wait for the next; returns jobs moved (None: ends idle)."""
+        visit = None
+        if waiters is not None:
+            visit = self._due_shards.to_visit(self._clock.now_ms(), waiters.take_woken())
+        result = self.tick(visit)
+        if between is not None:
+            between()
+        if result.more_due:
+            return result.moved
+        if self._idle is not None and self._ends_idle(result):
+            return None
+        if waiters is None:
+            self._wait(result.next_due_ms, deadline_ms)
+        else:
+            self._wait_on_waiters(waiters, result.next_due_ms, deadline_ms)
+        return result.moved
+
+    def _ends_idle(self, result: TickResult) -> bool:
+        """Tells whether the run ends now, idle: it may, and after standing down a last look agrees.
+
+        The last look is a tick over every shard without the heartbeat and a fresh read of the streams:
+        whatever was indexed before the heartbeats went is seen by it, whatever after woke a promoter.
+        """
+        assert self._idle is not None
+        if not self._idle.should_exit(result.next_due_ms):
+            return False
+        self._idle.stand_down()
+        last = self.tick(alive=False)
+        if last.moved or last.more_due or not self._idle.should_exit(last.next_due_ms, force_read=True):
+            return False  # the next tick sets the heartbeats again
+        self._idle.ended()
+        return True
 
     def _wait_on_waiters(self, waiters: ShardWaiters, next_due_ms: int | None, deadline_ms: int) -> None:
         """Waits until the next due time (bounded) or until a waiter takes a token on any shard.

@@ -9,9 +9,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from hookline.domain.errors import IndexUnavailable
-from hookline.ports import Clock, DueIndex, JobStore, MetricsSink, NullStats, ReadyStream, StatsRecorder
+from hookline.ports import (
+    Clock,
+    DueIndex,
+    JobStore,
+    MetricsSink,
+    NullStats,
+    PromoterPresence,
+    ReadyStream,
+    StatsRecorder,
+)
 from hookline.usecases.backstop import PromotionBackstop
 from hookline.usecases.cron import ScheduleReconciler
+from hookline.usecases.idle import IdleWatch
 from hookline.usecases.outage import Outage
 from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.recover import MAX_BATCHES_PER_PASS, SCAN_START, Recovered, Recoverer
@@ -66,8 +76,14 @@ class Reaper:
         schedules: ScheduleReconciler | None = None,
         stats: StatsRecorder | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        idle: IdleWatch | None = None,
+        presence: PromoterPresence | None = None,
     ) -> None:
         self._store = store
+        # Idle mode: the watch ends early while Redis holds nothing due within the horizon and no stream
+        # entry, nothing rebuilt or repaired, for the grace (a noted job wakes a reaper: usecases/idle.py).
+        self._idle = idle
+        self._presence = presence
         self._stream = stream
         self._due = due
         self._clock = clock
@@ -160,12 +176,36 @@ class Reaper:
                 # pending and the next check tries again; the watch itself must go on.
                 logger.exception("re-delivery between checks failed; the next check tries again")
                 self._metrics.count("RecoveryErrors")
+            repaired = report.reindexed
             try:
                 self._repair_unindexed(deadline_ms, report)
             except IndexUnavailable as error:
                 self._sleep(outage.failed(error, deadline_ms))
+                continue
+            if self._ends_idle(busy=bool(lost) or report.reindexed > repaired):
+                break
         self._metrics.count("Reindexed", report.reindexed - counted)
         return report
+
+    def _ends_idle(self, busy: bool) -> bool:
+        """Tells whether the watch ends early (idle mode): Redis answered, nothing was rebuilt or repaired at
+        this check, and for the grace the streams held nothing and nothing fell due within the horizon.
+
+        Ending loses nothing a later watch would not do in time: every reaper tick runs a pass, a member due
+        past the horizon is due after the next tick, and a job noted while Redis fails starts a reaper.
+        """
+        if self._idle is None or self._presence is None or not self._idle.policy.enabled:
+            return False
+        if busy:
+            self._idle.busy()
+            return False
+        try:
+            if not self._idle.should_exit(self._presence.earliest_due(self._shards)):
+                return False
+        except IndexUnavailable:
+            return False
+        self._metrics.count("ReaperIdleExits", 1)
+        return True
 
     def _recover_between_checks(self, report: ReapReport, deadline_ms: int) -> None:
         """Re-delivers newly idle entries (bounded batches per shard) and promotes overdue members.

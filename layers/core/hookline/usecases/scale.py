@@ -15,6 +15,12 @@ brings the fleet up to the ceiling within ceiling / max_launch_per_check checks,
 executors end their runs and are replaced. (Before, a check started at most 4 and then waited 10 s
 whatever the backlog: 0.4 launches a second, each reading for 90 s, kept about 36 fanned-out executors
 running, plus the scheduled ones.)
+
+Executors only when there is work (with an ExecutorPresence): no schedule starts executors; every one is
+started here. A check that finds any unread entry while no executor marks itself alive asks for one (at
+least one may run even with max_executors 0), and an executor ends once idle (usecases/execute.py), so an
+idle deployment runs none. A member due within lead_ms counts as work too: the executor's start (a cold
+start in Lambda) then overlaps the wait for the due time instead of following it.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from dataclasses import dataclass
 
 from hookline.domain import constants
 from hookline.domain.errors import IndexUnavailable
-from hookline.ports import Clock, ExecutorLauncher, ExecutorLedger, MetricsSink, ReadyStream
+from hookline.ports import Clock, ExecutorLauncher, ExecutorLedger, ExecutorPresence, MetricsSink, ReadyStream
 from hookline.usecases.promote import Promoter
 
 logger = logging.getLogger(__name__)
@@ -54,6 +60,7 @@ class FanOutPolicy:
         start_ms: How long a started executor counts as starting: launched, not yet reading.
         executor_run_ms: How long a started executor reads (the execute function's timeout less the
             time it keeps for its last callbacks); after that it no longer counts.
+        lead_ms: Idle mode: how long before the earliest due time an executor is started if none runs.
     """
 
     backlog_per_executor: int = 64
@@ -62,6 +69,9 @@ class FanOutPolicy:
     check_interval_ms: int = 1_000
     start_ms: int = 10_000
     executor_run_ms: int = constants.EXECUTOR_READ_MS
+    # Idle mode: with no executor running, one is started this long before the earliest due time. Below
+    # the executor's idle time (EXECUTOR_IDLE_MS), so it still reads when the member falls due.
+    lead_ms: int = 5_000
 
 
 class ExecutorScaler:
@@ -76,8 +86,10 @@ class ExecutorScaler:
         metrics: MetricsSink,
         ledger: ExecutorLedger,
         policy: FanOutPolicy | None = None,
+        presence: ExecutorPresence | None = None,
     ) -> None:
         self._stream = stream
+        self._presence = presence
         self._clock = clock
         self._shards = list(shards)
         self._launcher = launcher
@@ -96,21 +108,32 @@ class ExecutorScaler:
         """
         return sum(self._stream.undelivered(shard) for shard in self._shards)
 
-    def check(self) -> int:
-        """Starts executors when the backlog calls for them; returns how many were started."""
+    def check(self, next_due_ms: int | None = None) -> int:
+        """Starts executors when the backlog calls for them; returns how many were started.
+
+        next_due_ms: the earliest due time the promoter knows; in idle mode a member due within lead_ms
+        starts an executor if none runs.
+        """
         now_ms = self._clock.now_ms()
         if now_ms < self._next_check_ms:
             return 0
         policy = self._policy
         self._next_check_ms = now_ms + policy.check_interval_ms
-        wanted = self.backlog() // policy.backlog_per_executor
+        backlog = self.backlog()
+        wanted = backlog // policy.backlog_per_executor
+        ceiling = policy.max_executors
+        soon = next_due_ms is not None and next_due_ms - now_ms <= policy.lead_ms
+        idle = (backlog > 0 or soon) and self._presence is not None and not self._presence.executor_alive()
+        if wanted <= 0 and idle:
+            # Work and no executor reading it: one (the ledger's starting ones count, so one at a time).
+            wanted, ceiling = 1, max(1, ceiling)
         if wanted <= 0:
             return 0
         grant = self._ledger.reserve_executors(
             now_ms,
             wanted,
             policy.max_launch_per_check,
-            policy.max_executors,
+            ceiling,
             policy.executor_run_ms,
             policy.start_ms,
         )
@@ -133,11 +156,11 @@ class ExecutorScaler:
         max_sleep_ms, so the backlog is read about once a check interval within one run (one run, so the
         promoter's per-shard waiters start once per invocation).
         """
-        return promoter.run(deadline_ms, between=self._check_quietly)
+        return promoter.run(deadline_ms, between=lambda: self._check_quietly(promoter.next_due_ms))
 
-    def _check_quietly(self) -> None:
+    def _check_quietly(self, next_due_ms: int | None = None) -> None:
         try:
-            self.check()
+            self.check(next_due_ms)
         except IndexUnavailable:
             # The backlog (or the ledger) cannot be read while Redis is away; the promoter's loop waits the
             # outage out.

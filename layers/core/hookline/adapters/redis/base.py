@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import inspect
 import threading
+from collections.abc import Callable
 from typing import Any, cast
 
 import redis
 from redis.commands.core import Script
 
+from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.cluster import is_cluster
 from hookline.adapters.redis.errors import translating
 from hookline.adapters.redis.scripts import SCRIPT_NAMES, script_source
 from hookline.domain.clock import SystemClock
 from hookline.domain.delivery import StreamEntry
+from hookline.domain.idle import WakePolicy
 from hookline.domain.models import Member
 from hookline.ports import Clock, MetricsSink, NullMetrics
 
+# A script reply's bit that says the call took the wake claim (index.lua, cron_set.lua).
+WOKE = 2
 # How often a blocking call given several shards looks at them again: no one command may name keys of
 # several shards (their slots differ), so such a call polls them in turn (the engine blocks per shard).
 SHARDS_POLL_MS = 10
@@ -56,6 +61,36 @@ class RedisBase:
             name: client.register_script(script_source(name)) for name in SCRIPT_NAMES
         }
         self._own = threading.local()
+        # Idle mode (wake_promoters_with): what index.lua and cron_set.lua need to take the wake claim, and
+        # what starts a promoter when a call took it.
+        self._wake_policy: WakePolicy | None = None
+        self._on_wake: Callable[[int], None] | None = None
+
+    def wake_promoters_with(self, policy: WakePolicy, on_wake: Callable[[int], None]) -> None:
+        """Makes index and cron-set calls wake a promoter when one is needed; on_wake must not raise."""
+        self._wake_policy = policy
+        self._on_wake = on_wake
+
+    def _woke(self, shard: int, result: int) -> None:
+        """Starts a promoter when a script's reply has bit 1 set (this call took the shard's wake claim) and
+        the deployment-wide claim is free: one promoter per burst, whichever shards it touches."""
+        if not result & WOKE or self._on_wake is None or self._wake_policy is None:
+            return
+        try:
+            taken = self._redis.set(
+                redis_keys.global_wake_claim_key(), b"1", nx=True, px=self._wake_policy.claim_ms
+            )
+        except redis.RedisError:
+            taken = True  # Redis answered the script a moment ago: better a second promoter than none
+        if taken:
+            self._on_wake(shard)
+
+    def _wake_call(self, shard: int) -> tuple[list[str], list[str | int]]:
+        """Returns the wake claim's extra keys and arguments (horizon, claim); none without idle mode."""
+        if self._wake_policy is None:
+            return [], []
+        keys = [redis_keys.promoter_alive_key(shard), redis_keys.wake_claim_key(shard)]
+        return keys, [self._wake_policy.horizon_ms, self._wake_policy.claim_ms]
 
     def _own_client(self) -> redis.Redis:
         """Returns the client for this thread's frequent commands: on one node, a connection of its own

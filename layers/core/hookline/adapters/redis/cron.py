@@ -55,7 +55,14 @@ class RedisCronIndex(RedisBase):
             next_fire_ms if next_fire_ms is not None else -1,
             "1" if only_if_absent else "0",
         ]
-        return int(cast(int, self._scripts["cron_set"](keys=keys, args=args))) == 1
+        wake_keys, wake_args = self._wake_call(shard)
+        if wake_keys:
+            # Idle mode: a schedule firing within the horizon while no promoter runs wakes one.
+            keys += wake_keys
+            args += [self._clock.now_ms(), *wake_args]
+        result = int(cast(int, self._scripts["cron_set"](keys=keys, args=args)))
+        self._woke(shard, result)
+        return result & 1 == 1
 
     def cron_scores(self, shard: int, members: Sequence[ScheduleMember]) -> list[int | None]:
         """Returns each member's score in the cron ZSET (None when absent), in one pipelined round trip."""

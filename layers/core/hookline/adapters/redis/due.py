@@ -14,9 +14,17 @@ from hookline.domain import constants
 from hookline.domain.delivery import PromoteResult
 from hookline.domain.models import Member
 
+# index.lua's reply: bit 0 the member went onto the ready stream, bit 1 this call took the wake claim.
+_PLACED_READY = 1
+
 
 class RedisDueIndex(RedisBase):
-    """Keeps the due ZSETs, the wake lists and the in-flight ZSETs' membership (hookline.ports.DueIndex)."""
+    """Keeps the due ZSETs, the wake lists and the in-flight ZSETs' membership (hookline.ports.DueIndex).
+
+    With wake_promoters_with() configured (RedisBase), every index call also asks index.lua whether the
+    member needs a promoter none is running for (due within the policy's horizon, no heartbeat, the claim
+    taken), and calls on_wake(shard) for each call that took the claim: one caller in a burst starts one.
+    """
 
     def index(self, member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool = False) -> bool:
         """Indexes a member for its due time; returns True when it went straight onto the ready stream.
@@ -24,9 +32,10 @@ class RedisDueIndex(RedisBase):
         new_member: the member was never indexed (its job or generation was created a moment ago), so it
         cannot be in the due ZSET and a member due now needs no ZREM there (see index.lua).
         """
-        keys, args = _index_call(member, shard, due_ms, now_ms, new_member)
-        result = self._scripts["index"](keys=keys, args=args)
-        return int(cast(int, result)) == 1
+        keys, args = _index_call(member, shard, due_ms, now_ms, new_member, self._wake_call(shard))
+        result = int(cast(int, self._scripts["index"](keys=keys, args=args)))
+        self._woke(shard, result)
+        return result & _PLACED_READY == _PLACED_READY
 
     def index_many(
         self, entries: Sequence[tuple[Member, int, int]], now_ms: int, new_member: bool = False
@@ -47,7 +56,7 @@ class RedisDueIndex(RedisBase):
             return
         pipe = self._redis.pipeline(transaction=False)
         for member, shard, due_ms in entries:
-            keys, args = _index_call(member, shard, due_ms, now_ms, new_member)
+            keys, args = _index_call(member, shard, due_ms, now_ms, new_member, self._wake_call(shard))
             pipe.evalsha(script.sha, len(keys), *keys, *args)
         results = pipe.execute(raise_on_error=False)
         errors = [r for r in results if isinstance(r, Exception) and not isinstance(r, NoScriptError)]
@@ -56,6 +65,8 @@ class RedisDueIndex(RedisBase):
         for entry, result in zip(entries, results, strict=True):
             if isinstance(result, NoScriptError):
                 self.index(*entry, now_ms, new_member)
+            else:
+                self._woke(entry[1], int(result))
 
     def unindex(self, member: Member, shard: int) -> bool:
         """Removes a member from the due ZSET (a cancelled job); True when it was there.
@@ -65,11 +76,49 @@ class RedisDueIndex(RedisBase):
         """
         return int(self._redis.zrem(redis_keys.due_key(shard), member.encode())) == 1
 
-    def promote(self, shard: int, now_ms: int, batch: int = constants.PROMOTE_BATCH) -> PromoteResult:
-        """Moves at most `batch` due members onto the ready stream."""
-        keys = [redis_keys.due_key(shard), redis_keys.ready_stream(shard), redis_keys.inflight_key(shard)]
-        moved, next_due = cast(list[int], self._scripts["promote"](keys=keys, args=[now_ms, batch]))
+    def promote(
+        self, shard: int, now_ms: int, batch: int = constants.PROMOTE_BATCH, alive_ms: int = 0
+    ) -> PromoteResult:
+        """Moves at most `batch` due members onto the ready stream; with alive_ms > 0 also sets the shard's
+        promoter heartbeat for that long (a promoter's visit; the backstop passes 0)."""
+        keys = [
+            redis_keys.due_key(shard),
+            redis_keys.ready_stream(shard),
+            redis_keys.inflight_key(shard),
+            redis_keys.promoter_alive_key(shard),
+        ]
+        moved, next_due = cast(list[int], self._scripts["promote"](keys=keys, args=[now_ms, batch, alive_ms]))
         return PromoteResult(int(moved), None if int(next_due) < 0 else int(next_due))
+
+    def stand_down(self, shards: Sequence[int]) -> None:
+        """Deletes the shards' promoter heartbeats and wake claims, and the deployment-wide claim (a promoter
+        ending idle): from here on the next index call of a member due soon wakes a promoter, even within
+        the claim time of the wake that started this one. One DEL per key (shards differ in slot), pipelined.
+        """
+        pipe = self._redis.pipeline(transaction=False)
+        for shard in shards:
+            # One key a DEL: the cluster client's pipeline refuses a DEL of several keys.
+            pipe.delete(redis_keys.promoter_alive_key(shard))
+            pipe.delete(redis_keys.wake_claim_key(shard))
+        pipe.delete(redis_keys.global_wake_claim_key())
+        pipe.execute()
+
+    def earliest_due(self, shards: Sequence[int]) -> int | None:
+        """Returns the earliest due member's or schedule's time (a claimed schedule: its claim's expiry) over
+        the shards' due and cron ZSETs; None when they hold nothing. One pipelined round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        for shard in shards:
+            pipe.zrange(redis_keys.due_key(shard), 0, 0, withscores=True)
+            pipe.zrange(redis_keys.cron_key(shard), 0, 0, withscores=True)
+        scores = [int(score) for first in pipe.execute() for _, score in first]
+        return min(scores) if scores else None
+
+    def in_flight(self, shards: Sequence[int]) -> int:
+        """Returns the members in the shards' ready streams, read or not (their in-flight ZSETs' sizes)."""
+        pipe = self._redis.pipeline(transaction=False)
+        for shard in shards:
+            pipe.zcard(redis_keys.inflight_key(shard))
+        return sum(int(count) for count in pipe.execute())
 
     def wait_for_wake(self, shards: Sequence[int], timeout_ms: int) -> bool:
         """Blocks until a submit signals an earlier due time or timeout_ms passes; True when signalled.
@@ -128,13 +177,19 @@ class RedisDueIndex(RedisBase):
 
 
 def _index_call(
-    member: Member, shard: int, due_ms: int, now_ms: int, new_member: bool
+    member: Member,
+    shard: int,
+    due_ms: int,
+    now_ms: int,
+    new_member: bool,
+    wake: tuple[list[str], list[str | int]] = ([], []),
 ) -> tuple[list[str], list[str | int]]:
-    """Returns the keys and arguments of index.lua for one member."""
+    """Returns the keys and arguments of index.lua for one member (with wake: the wake claim's, appended)."""
     keys = [
         redis_keys.due_key(shard),
         redis_keys.ready_stream(shard),
         redis_keys.inflight_key(shard),
         redis_keys.wake_key(shard),
     ]
-    return keys, [member.encode(), due_ms, now_ms, int(new_member)]
+    args: list[str | int] = [member.encode(), due_ms, now_ms, int(new_member)]
+    return keys + wake[0], args + wake[1]

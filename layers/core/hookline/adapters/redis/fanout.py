@@ -33,3 +33,15 @@ class RedisExecutorLedger(RedisBase):
         """ZREM the tokens (one not held is ignored)."""
         if tokens:
             self._redis.zrem(redis_keys.fan_out_key(), *tokens)
+
+    def mark_executor_alive(self, ttl_ms: int) -> None:
+        """SET the executor heartbeat with a relative expiry (every executor refreshes the one key)."""
+        self._redis.set(redis_keys.executor_alive_key(), b"1", px=max(1, ttl_ms))
+
+    def clear_executor_alive(self) -> None:
+        """DEL the executor heartbeat (an executor ending idle)."""
+        self._redis.delete(redis_keys.executor_alive_key())
+
+    def executor_alive(self) -> bool:
+        """Tells whether the executor heartbeat exists."""
+        return int(self._redis.exists(redis_keys.executor_alive_key())) == 1

@@ -34,6 +34,19 @@ def wake_key(shard: int) -> str:
     return f"{_shard_tag(shard)}:wake"
 
 
+def promoter_alive_key(shard: int) -> str:
+    """STRING with an expiry: a promoter is running (it sets the key at each visit of the shard, promote.lua).
+
+    index.lua wakes a promoter only while no such key exists; a promoter ending idle deletes it first.
+    """
+    return f"{_shard_tag(shard)}:promoter"
+
+
+def wake_claim_key(shard: int) -> str:
+    """STRING with an expiry: a submit took the claim to wake a promoter (index.lua, SET NX PX)."""
+    return f"{_shard_tag(shard)}:wake-claim"
+
+
 def dead_stream(shard: int) -> str:
     """STREAM: one entry per dead-lettered job (fields `m` member, `reason`), trimmed to a maximum length."""
     return f"{_shard_tag(shard)}:dead"
@@ -65,6 +78,18 @@ def cron_claims_key(shard: int) -> str:
 def fan_out_key() -> str:
     """ZSET: token → launch time (ms); the executors the fan-out started, shared by every promoter."""
     return "{hl:fanout}:executors"
+
+
+def global_wake_claim_key() -> str:
+    """STRING with an expiry: the deployment-wide wake claim. A shard's claim (index.lua) bounds the callers
+    to one per shard; this one (SET NX PX by that caller) to one per burst over every shard."""
+    return "{hl:fanout}:wake-claim"
+
+
+def executor_alive_key() -> str:
+    """STRING with an expiry: some executor is reading (each refreshes it every recovery pass, deletes it
+    when it ends idle); the fan-out starts one when the streams hold work and no such key exists."""
+    return "{hl:fanout}:alive"
 
 
 def rate_key(tenant: str, key: str) -> str:

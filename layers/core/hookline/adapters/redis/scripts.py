@@ -31,7 +31,7 @@ SCRIPT_NAMES = (
     "cron_set",
     "fanout_reserve",
 )
-FRAGMENT_NAMES = ("waiter_queue",)
+FRAGMENT_NAMES = ("waiter_queue", "wake_claim")
 FRAGMENT_DIR = "shared"
 _INCLUDE = re.compile(r"^-- @include (\w+)$", re.MULTILINE)
 
