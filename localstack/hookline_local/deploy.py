@@ -112,7 +112,8 @@ def deploy(template_path: Path, options: DeployOptions, log: Callable[[str], Non
     log(f"packaged to s3://{ARTIFACT_BUCKET} in {time.monotonic() - step:.1f} s")
     cfn = aws_client("cloudformation", options.endpoint, options.region)
     step = time.monotonic()
-    outputs = create_stack(cfn, options.stack_name, packaged, options.parameters)
+    template_url = upload_template(packaged, s3, ARTIFACT_BUCKET, options.endpoint)
+    outputs = create_stack(cfn, options.stack_name, template_url, options.parameters)
     log(f"stack {options.stack_name} CREATE_COMPLETE after {time.monotonic() - step:.1f} s")
     resources = stack_resources(cfn, options.stack_name)
     apply_table_ttl(aws_client("dynamodb", options.endpoint, options.region), template, resources)
@@ -213,29 +214,28 @@ def package(
     return packaged
 
 
-# CloudFormation's limit on an inline template body (TemplateBody), in bytes.
-TEMPLATE_BODY_LIMIT = 51_200
+def upload_template(template: Mapping[str, Any], s3: Any, bucket: str, endpoint: str) -> str:
+    """Uploads the packaged template to S3; returns its path-style URL for CreateStack's TemplateURL.
+
+    As `sam deploy` does: an inline TemplateBody is limited to 51,200 bytes, a template in S3 to 1 MB.
+    The key carries the template's digest, so a redeploy of a changed template never reads a stale one.
+    """
+    body = json.dumps(template, separators=(",", ":")).encode("utf-8")
+    key = f"template-{hashlib.sha256(body).hexdigest()[:16]}.json"
+    s3.put_object(Bucket=bucket, Key=key, Body=body)
+    return f"{endpoint.rstrip('/')}/{bucket}/{key}"
 
 
-def compact_json(template: Mapping[str, Any]) -> str:
-    """Returns the template as JSON without optional whitespace (what counts against TEMPLATE_BODY_LIMIT)."""
-    return json.dumps(template, separators=(",", ":"))
-
-
-def create_stack(
-    cfn: Any, name: str, template: Mapping[str, Any], parameters: Mapping[str, str]
-) -> dict[str, str]:
-    """Creates the stack and waits for CREATE_COMPLETE; returns its outputs.
+def create_stack(cfn: Any, name: str, template_url: str, parameters: Mapping[str, str]) -> dict[str, str]:
+    """Creates the stack from the template at template_url, waits for CREATE_COMPLETE; returns its outputs.
 
     Raises:
         DeployError: The stack failed (the message lists each failed resource and its reason) or did
             not finish within DEPLOY_TIMEOUT_S.
     """
-    # CloudFormation takes at most 51,200 bytes of TemplateBody (sam deploy uploads larger ones to S3):
-    # compact JSON keeps the packaged template under it (tests/unit/dev/test_deploy.py watches the margin).
     cfn.create_stack(
         StackName=name,
-        TemplateBody=compact_json(template),
+        TemplateURL=template_url,
         Parameters=[{"ParameterKey": key, "ParameterValue": value} for key, value in parameters.items()],
         Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
         OnFailure="DO_NOTHING",

@@ -119,8 +119,23 @@ def test_given_template_then_its_runtime_names_the_layer_wheels_python() -> None
         template_python_version({"Globals": {"Function": {"Runtime": "nodejs20.x"}}})
 
 
-def test_given_template_when_sent_inline_then_it_fits_the_body_limit_with_room_for_packaging() -> None:
-    from hookline_local.deploy import TEMPLATE_BODY_LIMIT, compact_json
+def test_given_template_over_the_inline_limit_when_uploaded_then_create_stack_gets_its_url() -> None:
+    import json
 
-    # Packaging replaces each function's and the layer's local path with an S3 URI (about 60 bytes each).
-    assert len(compact_json(load_template(find_template()))) + 5 * 60 <= TEMPLATE_BODY_LIMIT
+    import boto3
+    from moto import mock_aws
+
+    from hookline_local.deploy import upload_template
+
+    template = load_template(find_template())
+    template["Description"] = "x" * 60_000  # past CloudFormation's 51,200-byte TemplateBody limit
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="artifacts")
+        url = upload_template(template, s3, "artifacts", "http://127.0.0.1:4566/")
+        bucket, key = url.removeprefix("http://127.0.0.1:4566/").split("/", 1)
+        stored = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+
+    assert bucket == "artifacts"
+    assert key.startswith("template-") and key.endswith(".json")
+    assert stored == template
