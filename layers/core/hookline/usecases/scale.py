@@ -1,20 +1,17 @@
-"""Fan-out: starting more executors while the ready streams back up, up to a ceiling.
+"""Fan-out: starting executors while the ready streams hold work, up to a ceiling.
 
-EventBridge starts one executor a minute, and one executor holds at most `executor_concurrency`
-callbacks in flight. When submits outpace that, entries wait in the ready streams unread; the promoter,
-which runs all the time, notices and starts more executors (async Lambda invokes in AWS, threads in the
-local stack). Lambda does not say how many executors run, so the promoters keep a ledger of those the
-fan-out started, shared in Redis (ports.ExecutorLedger): a launch counts as running for as long as an
-executor reads (`executor_run_ms`), and as starting for its first `start_ms` (a cold start: until it
-reads, the backlog does not show it).
+One executor holds at most `executor_concurrency` callbacks in flight. When submits outpace that, entries
+wait in the ready streams unread; the promoter, which runs while anything is due, notices and starts more
+executors (async Lambda invokes in AWS, threads in the local stack). Lambda does not say how many
+executors run, so the promoters keep a ledger of those the fan-out started, shared in Redis
+(ports.ExecutorLedger): a launch counts as running for as long as an executor reads (`executor_run_ms`),
+and as starting for its first `start_ms` (a cold start: until it reads, the backlog does not show it).
 
 Each check (every `check_interval_ms`) asks for one executor per `backlog_per_executor` unread entries
 (the executors reading now are busy, or the entries would not be unread), less those still starting,
 at most `max_launch_per_check`, and never more running than `max_executors`. So a backlog that lasts
 brings the fleet up to the ceiling within ceiling / max_launch_per_check checks, and keeps it there while
-executors end their runs and are replaced. (Before, a check started at most 4 and then waited 10 s
-whatever the backlog: 0.4 launches a second, each reading for 90 s, kept about 36 fanned-out executors
-running, plus the scheduled ones.)
+executors end their runs and are replaced.
 
 Executors only when there is work (with an ExecutorPresence): no schedule starts executors; every one is
 started here. A check that finds any unread entry while no executor marks itself alive asks for one (at
