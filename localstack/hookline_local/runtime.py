@@ -148,10 +148,18 @@ def function_spec(
         handler_file,
         handler_name,
         function_timeout_s(template, function_id),
-        int(properties.get("MemorySize", DEFAULT_MEMORY_MB)),
+        int(_default_of(template, properties.get("MemorySize", DEFAULT_MEMORY_MB))),
         region,
         log_path,
     )
+
+
+def _default_of(template: Mapping[str, Any], value: Any) -> Any:
+    """Returns value, or a parameter's default where value is a Ref to one (this stack's parameters are
+    the template's defaults)."""
+    if isinstance(value, Mapping) and set(value) == {"Ref"}:
+        return template["Parameters"][value["Ref"]]["Default"]
+    return value
 
 
 _sandbox: LambdaFunction | None = None
