@@ -48,26 +48,32 @@ FAN_OUT_GB_S = 1.0 * 90
 API_GATEWAY_PRICES = {"Rest": prices.API_GATEWAY_PER_REQUEST, "Http": prices.API_GATEWAY_HTTP_PER_REQUEST}
 BATCH_SIZE = 100
 
-# The functions' duration in GB-s a second while work flows: promote 256 MB and execute 1024 MB, each a
-# 90 s invocation (claiming window) every 60 s, so 1.5 of each running at any time; reap 256 MB all minute.
-LAMBDA_AWAKE_GB_S_PER_S = 1.5 * 0.25 + 1.5 * 1.0 + 0.25
+# The functions' duration in GB-s a second while work flows, less the executor's: a promote invocation of
+# 256 MB runs 90 s every 60 s (1.5 at any time) and the reaper's 256 MB all minute. An executor
+# (ExecuteMemorySize, LAMBDA_AWAKE_EXECUTORS of them) claims for 90 s and the promoter starts the next
+# while the streams hold work: about one at any time below the fan-out's backlog threshold.
+LAMBDA_AWAKE_GB_S_PER_S = 1.5 * 0.25 + 0.25
+LAMBDA_AWAKE_EXECUTORS = 1.0
 # The same with no work (idle mode, docs/timing.md): per minute a short promote invocation and the
-# reaper's run (LAMBDA_IDLE_GB_S_PER_MIN, measured on `make run`, docs/capacity.md); three schedule
-# invocations a minute. Lambda's free tier is left out.
-LAMBDA_IDLE_GB_S_PER_MIN = 128.5
+# reaper's pass, each ending when nothing is due within the horizon and nothing waits
+# (LAMBDA_IDLE_GB_S_PER_MIN, measured by bench/idle_mode.py, docs/capacity.md); two schedule invocations
+# a minute. Lambda's free tier is left out.
+LAMBDA_IDLE_GB_S_PER_MIN = 1.3
 LAMBDA_IDLE_GB_S_PER_MONTH = LAMBDA_IDLE_GB_S_PER_MIN * 60 * HOURS_PER_MONTH
-LAMBDA_IDLE_REQUESTS_PER_MONTH = 3 * 60 * HOURS_PER_MONTH
+LAMBDA_IDLE_REQUESTS_PER_MONTH = 2 * 60 * HOURS_PER_MONTH
 # How long one job keeps the functions awake at most: a promoter stays while anything is due within its
-# idle horizon (75 s), an executor until it has read nothing for 10 s. Jobs spread evenly over the month
-# keep them awake for min(1, jobs x this / month) of it (an upper bound: nearby jobs share the time).
-LAMBDA_AWAKE_S_PER_JOB = 85.0
+# idle horizon (75 s) and its grace (2 s), an executor until it has read nothing for 10 s. Jobs spread
+# evenly over the month keep them awake for min(1, jobs x this / month) of it (an upper bound: nearby
+# jobs share the time).
+LAMBDA_AWAKE_S_PER_JOB = 87.0
 
-# Commands the idle functions send Redis each second (promoter ticks, executors' blocking reads and
-# recovery, the reaper's checks, the fan-out's backlog check): an estimate, not a count; it matters only
+# Commands the idle functions send Redis each second, averaged over a minute in which the promoter and the
+# reaper each run a few seconds (idle mode) and no executor runs: an estimate, not a count; it matters only
 # on a serverless cache, where each is billed.
-IDLE_REDIS_COMMANDS_PER_S = 10.0
-# Read units the idle functions use each second (the reaper's look at the unindexed-jobs note): an estimate.
-IDLE_DYNAMODB_RRU_PER_S = 0.5
+IDLE_REDIS_COMMANDS_PER_S = 2.0
+# Read units the idle functions use each second (the reaper's pass a minute: the unindexed-jobs note and
+# the due scan's empty pages): an estimate.
+IDLE_DYNAMODB_RRU_PER_S = 0.05
 
 # ECPUs per Redis command on a serverless cache: simple commands on small values are 1; Hookline's Lua
 # scripts (index, promote, claim) use more vCPU time, so 2 on average is assumed, not measured.
@@ -85,7 +91,7 @@ TABLE_SCALING_TARGET = 0.70
 # the job item, so the executions table is written only from a second attempt on (docs/capacity.md).
 JOBS_TABLE_SHARE_OF_TABLE_WRU = 1.0
 
-RESULTS = Path(__file__).resolve().parents[1] / "results" / "compare.json"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "cost" / "compare.json"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "capacity.md"
 DOCS_START = "<!-- cost-model:start (python -m bench.compare.costs --write-docs) -->"
 DOCS_END = "<!-- cost-model:end -->"
@@ -108,6 +114,7 @@ class Configuration:
         read_capacity: TableReadCapacityMin and Max (Provisioned).
         write_capacity: TableWriteCapacityMin and Max (Provisioned).
         api_kind: ApiKind: "Rest" or "Http" (the API requests' price).
+        execute_memory_mb: ExecuteMemorySize (the executors' GB-s while work flows).
     """
 
     name: str
@@ -121,6 +128,7 @@ class Configuration:
     read_capacity: tuple[int, int] = (1, 100)
     write_capacity: tuple[int, int] = (1, 100)
     api_kind: str = "Rest"
+    execute_memory_mb: int = 1024
 
     @property
     def cache_nodes(self) -> int:
@@ -142,6 +150,8 @@ class Configuration:
             chosen["NatInstanceType"] = self.nat_instance_type
         if self.api_kind != "Rest":
             chosen["ApiKind"] = self.api_kind
+        if self.execute_memory_mb != 1024:
+            chosen["ExecuteMemorySize"] = str(self.execute_memory_mb)
         if self.table_billing == "Provisioned":
             chosen["TableReadCapacityMin"], chosen["TableReadCapacityMax"] = map(str, self.read_capacity)
             chosen["TableWriteCapacityMin"], chosen["TableWriteCapacityMax"] = map(str, self.write_capacity)
@@ -186,10 +196,22 @@ CONFIGURATIONS = (
     ),
     Configuration(
         "lean",
-        "ElastiCache Serverless (valkey), egress left to your network, the HTTP API",
+        "ElastiCache Serverless (valkey), egress left to your network, the HTTP API, 512 MB executors",
         cache_kind="Serverless",
         egress="None",
         api_kind="Http",
+        execute_memory_mb=512,
+    ),
+    Configuration(
+        "lean-steady",
+        "lean with provisioned tables",
+        cache_kind="Serverless",
+        egress="None",
+        api_kind="Http",
+        execute_memory_mb=512,
+        table_billing="Provisioned",
+        read_capacity=(1, 100),
+        write_capacity=(1, 400),
     ),
 )
 
@@ -290,10 +312,15 @@ def _dynamodb_usd(configuration: Configuration, jobs: float, values: Mapping[str
     return _per_month(wcu * prices.DYNAMODB_PER_WCU_HOUR + rcu * prices.DYNAMODB_PER_RCU_HOUR)
 
 
-def _awake_usd(jobs_per_month: float) -> float:
+def awake_gb_s_per_s(configuration: Configuration) -> float:
+    """Returns the functions' GB-s a second while work flows, in the configuration."""
+    return LAMBDA_AWAKE_GB_S_PER_S + LAMBDA_AWAKE_EXECUTORS * configuration.execute_memory_mb / 1024
+
+
+def _awake_usd(configuration: Configuration, jobs_per_month: float) -> float:
     """Returns the functions' duration beyond their idle duration while jobs keep them awake."""
     awake = min(1.0, jobs_per_month * LAMBDA_AWAKE_S_PER_JOB / SECONDS_PER_MONTH)
-    extra_gb_s_per_s = max(0.0, LAMBDA_AWAKE_GB_S_PER_S - LAMBDA_IDLE_GB_S_PER_MIN / 60)
+    extra_gb_s_per_s = max(0.0, awake_gb_s_per_s(configuration) - LAMBDA_IDLE_GB_S_PER_MIN / 60)
     return awake * extra_gb_s_per_s * SECONDS_PER_MONTH * prices.LAMBDA_PER_GB_S
 
 
@@ -317,7 +344,7 @@ def monthly_items(
         "dynamodb": _dynamodb_usd(configuration, jobs_per_month, values),
         "lambda_idle": LAMBDA_IDLE_GB_S_PER_MONTH * prices.LAMBDA_PER_GB_S
         + LAMBDA_IDLE_REQUESTS_PER_MONTH * prices.LAMBDA_PER_REQUEST,
-        "lambda_awake": _awake_usd(jobs_per_month),
+        "lambda_awake": _awake_usd(configuration, jobs_per_month),
         "cloudwatch": TEMPLATE_ALARMS * prices.CLOUDWATCH_ALARM_MONTH
         + TEMPLATE_DASHBOARDS * prices.CLOUDWATCH_DASHBOARD_MONTH,
         "api_and_submit": 0.0,
@@ -449,10 +476,13 @@ def docs_tables(figures: MeterFigures, configurations: Sequence[Configuration] =
         batched = [_usd(monthly_usd(c, v, figures, batched=True)) for v in volumes]
         totals.append(f"| `{c.name}` | {_usd(usd_idle_per_month(c))} | {' | '.join([*single, *batched])} |")
     source = (
-        f"Per-job figures: the `{figures.system}` row of `bench/results/compare.json`; prices: "
+        f"Per-job figures: the `{figures.system}` row of `bench/results/cost/compare.json`; prices: "
         f"`bench/compare/prices.py` ({prices.REGION}, written {prices.PRICES_WRITTEN}). Idle λ: "
         f"{LAMBDA_IDLE_GB_S_PER_MONTH:,.0f} GB-s and {LAMBDA_IDLE_REQUESTS_PER_MONTH:,} requests a month "
-        f"(`LAMBDA_IDLE_GB_S_PER_MONTH`, `LAMBDA_IDLE_REQUESTS_PER_MONTH`)."
+        f"(`LAMBDA_IDLE_GB_S_PER_MONTH`, `LAMBDA_IDLE_REQUESTS_PER_MONTH`); with jobs, the functions awake "
+        f"{LAMBDA_AWAKE_GB_S_PER_S:.3f} GB-s a second and {LAMBDA_AWAKE_EXECUTORS:.0f} executor at its "
+        f"`ExecuteMemorySize`, for up to {LAMBDA_AWAKE_S_PER_JOB:.0f} s a job (`LAMBDA_AWAKE_GB_S_PER_S`, "
+        "`LAMBDA_AWAKE_EXECUTORS`, `LAMBDA_AWAKE_S_PER_JOB`)."
     )
     return (
         "Idle, by item ($ a month):\n\n" + "\n".join(idle) + "\n\n"
