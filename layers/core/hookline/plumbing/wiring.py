@@ -298,16 +298,7 @@ class Container:
     @cached_property
     def reaper_waker(self) -> PromoterWaker:
         """Starts a reaper: an async invoke of HOOKLINE_REAP_FUNCTION (tests swap it)."""
-        name = self.settings.reap_function
-        if name is None:
-            return NoWaker()
-        settings = self.settings
-        return LambdaWaker(
-            lambda: boto3.client(
-                "lambda", endpoint_url=settings.aws_endpoint_url, region_name=settings.aws_region
-            ),
-            name,
-        )
+        return self._lambda_waker(self.settings.reap_function)
 
     @cached_property
     def reaper_idles(self) -> bool:
@@ -321,15 +312,19 @@ class Container:
     @cached_property
     def promoter_waker(self) -> PromoterWaker:
         """Starts a promoter: an async invoke of HOOKLINE_PROMOTE_FUNCTION (the local stack swaps it)."""
-        name = self.settings.promote_function
-        if name is None:
+        return self._lambda_waker(self.settings.promote_function)
+
+    def _lambda_waker(self, function_name: str | None) -> PromoterWaker:
+        """Returns a waker that invokes function_name asynchronously (its client made at the first wake),
+        or one that starts nothing where no function is named."""
+        if function_name is None:
             return NoWaker()
         settings = self.settings
         return LambdaWaker(
             lambda: boto3.client(
                 "lambda", endpoint_url=settings.aws_endpoint_url, region_name=settings.aws_region
             ),
-            name,
+            function_name,
         )
 
     @cached_property

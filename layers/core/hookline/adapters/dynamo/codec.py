@@ -236,21 +236,21 @@ def execution_to_map(execution: Execution) -> dict[str, Any]:
 
     It holds what the execution item holds but its key, job id and expiry (the job item's own).
     """
+    return {"M": to_attribute_values({tables.EXECUTIONS_SK: execution.attempt, **_outcome_fields(execution)})}
+
+
+def _outcome_fields(execution: Execution) -> dict[str, Any]:
+    """Returns what an attempt's record holds besides its key, job id and expiry."""
     return {
-        "M": to_attribute_values(
-            {
-                tables.EXECUTIONS_SK: execution.attempt,
-                "generation": execution.generation,
-                "started_ms": execution.started_ms,
-                "finished_ms": execution.finished_ms,
-                "latency_ms": execution.latency_ms,
-                "outcome": execution.outcome.value,
-                "status_code": execution.status_code,
-                "error_class": execution.error_class,
-                "error_message": execution.error_message,
-                "response_preview": execution.response_preview,
-            }
-        )
+        "generation": execution.generation,
+        "started_ms": execution.started_ms,
+        "finished_ms": execution.finished_ms,
+        "latency_ms": execution.latency_ms,
+        "outcome": execution.outcome.value,
+        "status_code": execution.status_code,
+        "error_class": execution.error_class,
+        "error_message": execution.error_message,
+        "response_preview": execution.response_preview,
     }
 
 
@@ -271,15 +271,7 @@ def execution_to_item(execution: Execution) -> Item:
             tables.EXECUTIONS_PK: tables.execution_pk(execution.tenant, execution.job_id),
             tables.EXECUTIONS_SK: execution.attempt,
             "job_id": execution.job_id,
-            "generation": execution.generation,
-            "started_ms": execution.started_ms,
-            "finished_ms": execution.finished_ms,
-            "latency_ms": execution.latency_ms,
-            "outcome": execution.outcome.value,
-            "status_code": execution.status_code,
-            "error_class": execution.error_class,
-            "error_message": execution.error_message,
-            "response_preview": execution.response_preview,
+            **_outcome_fields(execution),
             tables.TTL_ATTRIBUTE: execution.finished_ms // 1000 + constants.EXECUTION_RETENTION_S,
         }
     )
