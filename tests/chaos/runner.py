@@ -44,7 +44,10 @@ MAX_OVERLAP = 3  # invocations at once; a tick finding this many running starts 
 def report(event: str, **fields: Any) -> None:
     """Writes one runner event line to stderr (the process log)."""
     line = json.dumps({"event": event, "t_ms": time.time_ns() // 1_000_000, "pid": os.getpid(), **fields})
-    print(f"chaos-runner {line}", file=sys.stderr, flush=True)
+    # One write with its newline: print() writes the newline apart, and another thread's output could
+    # land between the two on the shared log.
+    sys.stderr.write(f"chaos-runner {line}\n")
+    sys.stderr.flush()
 
 
 class Runner:

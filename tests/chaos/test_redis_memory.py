@@ -65,7 +65,9 @@ def promote_invocations_ms(world: World) -> list[int]:
     started = []
     for line in slot.child.log_path.read_text(errors="replace").splitlines():
         if line.startswith("chaos-runner "):
-            event = json.loads(line.removeprefix("chaos-runner "))
+            # The runner's line is one write, but another thread's output without a newline of its own
+            # may follow it on the same line of the shared log: read the JSON object and no further.
+            event, _ = json.JSONDecoder().raw_decode(line.removeprefix("chaos-runner "))
             if event["event"] == "invoke" and event.get("function") == PROMOTE:
                 started.append(int(event["t_ms"]))
     return started
