@@ -146,6 +146,7 @@ class Executor:
             self._timing.redeliver_after_ms,
             max_deliveries,
             self._stats,
+            readd_grace_ms=constants.READD_GRACE_MS,
         )
         # Each recovery pass also promotes what no promoter moved in time (a promoter that died).
         self._backstop = PromotionBackstop(due, clock, shards, metrics)
@@ -198,6 +199,7 @@ class Executor:
                 capacity,
                 workers.submit,
                 gather=max(1, self._concurrency // READ_GATHER_DIVISOR),
+                claim_idle=self._recoverer.claim_idle,
             )
             self._mark_alive()
             self._recover_when_due()
