@@ -1,6 +1,6 @@
 """ReadyStream contract (XREADGROUP, ack.lua, defer.lua, dead_letter.lua, consumers), fake and real alike.
 
-Re-delivery (redeliver.lua) has its own module, test_redeliver.py.
+Re-delivery (redeliver.lua) has its own module, test_redeliver.py; in-place claims (claim_idle.lua) are here.
 """
 
 from __future__ import annotations
@@ -244,3 +244,35 @@ def test_trim_dead(redis_backend: RedisBackend, dead: int, max_len: int, want_re
 
     assert executor.trim_dead(0, max_len) == want_removed
     assert len(redis_backend.probe.stream(redis_keys.dead_stream(0))) == dead - want_removed
+
+
+def test_given_idle_entries_when_claimed_in_place_then_count_taken_oldest_first_keeping_their_ids(
+    redis_backend: RedisBackend,
+) -> None:
+    executor = redis_backend.executor
+    executor.ensure_group(0)
+    ready_now(redis_backend, (A, 0), (B, 0))
+    read = executor.read_ready([0], 10, 0)
+    redis_backend.elapse(60)
+
+    result = redis_backend.reaper.claim_idle(0, 50, NOW + 1, 5, 1)
+
+    assert [(e.entry_id, e.member, e.deliveries) for e in result.claimed] == [(read[0].entry_id, A, 1)]
+    assert (result.exhausted, result.malformed) == ([], 0)
+    assert redis_backend.state() == state(
+        ready=[entry(A), entry(B)],
+        pending=[(A, REAPER, 2), (B, EXECUTOR, 1)],
+        inflight={A: NOW + 1, B: NOW},
+    )
+
+
+def test_given_idle_entry_out_of_deliveries_when_claimed_in_place_then_exhausted_and_held_by_the_claimer(
+    redis_backend: RedisBackend,
+) -> None:
+    old = read_one(redis_backend)
+    redis_backend.elapse(60)
+
+    result = redis_backend.reaper.claim_idle(0, 50, NOW + 1, 1, 5)
+
+    assert (result.claimed, [e.entry_id for e in result.exhausted]) == ([], [old.entry_id])
+    assert redis_backend.state() == state(ready=[entry(A)], pending=[(A, REAPER, 2)], inflight={A: NOW})

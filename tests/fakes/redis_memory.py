@@ -444,6 +444,30 @@ class RedisMemory:
         found.consumers[consumer] = self.now()
         return True
 
+    def xclaim_idle(
+        self, key: str, group: str, consumer: str, min_idle_ms: int, count: int
+    ) -> list[tuple[str, dict[str, str], int]]:
+        """XPENDING key group IDLE min_idle - + count, then XCLAIM of each to consumer (claim_idle.lua).
+
+        Returns (id, fields, times handed out before this claim) per claimed entry, oldest first; a pending
+        entry deleted from the stream is dropped from the pending list instead.
+        """
+        found = self._group(key, group)
+        stream = self._streams[key]
+        now = self.now()
+        idle = [i for i in sorted(found.pel) if now - found.pel[i].delivery_ms >= min_idle_ms][:count]
+        claimed = []
+        for entry_id in idle:
+            nack = found.pel[entry_id]
+            if entry_id not in stream.entries:
+                del found.pel[entry_id]
+                continue
+            found.pel[entry_id] = Nack(consumer, now, nack.count + 1)
+            claimed.append((format_id(entry_id), dict(stream.entries[entry_id]), nack.count))
+        if claimed:
+            found.consumers[consumer] = now
+        return claimed
+
     def xinfo_groups(self, key: str) -> list[tuple[str, int, StreamId]]:
         """Returns (name, pending count, last delivered id) of the stream's groups (XINFO GROUPS)."""
         stream = self._stream(key)

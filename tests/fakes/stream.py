@@ -17,7 +17,7 @@ from hookline.adapters.redis.base import MalformedEntry, entry, member_of
 from hookline.adapters.redis.rebuild import new_epoch
 from hookline.adapters.redis.stream import MALFORMED_REASON
 from hookline.domain import constants
-from hookline.domain.delivery import RedeliverResult, StreamEntry
+from hookline.domain.delivery import ClaimResult, RedeliverResult, StreamEntry
 from tests.fakes.faults import ScriptError, port_call
 from tests.fakes.redis_memory import BusyGroup, NoGroup
 from tests.fakes.redis_role import FakeRedisRole
@@ -248,6 +248,51 @@ class FakeReadyStream(FakeRedisRole):
                 self._discard(shard, entry_id, error)
                 discarded += 1
         return RedeliverResult(redelivered, decoded, next_cursor, discarded)
+
+    @port_call
+    def claim_idle(
+        self, shard: int, min_idle_ms: int, now_ms: int, max_deliveries: int, count: int
+    ) -> ClaimResult:
+        """claim_idle.lua: takes idle entries over in place; deliveries = d + times handed out before."""
+        ready, inflight = redis_keys.ready_stream(shard), redis_keys.inflight_key(shard)
+        m = self.memory
+        with m.lock:
+            try:
+                taken = m.xclaim_idle(ready, GROUP, self.consumer, min_idle_ms, count)
+            except NoGroup:
+                return ClaimResult([], [])
+            claimed: list[tuple[str, str, int]] = []
+            exhausted: list[tuple[str, str]] = []
+            malformed: list[tuple[str, str]] = []
+            for entry_id, fields, handed_out in taken:
+                member = fields.get("m")
+                deliveries = lua_tonumber(fields["d"]) if "d" in fields else 0.0
+                if member is None or deliveries is None:
+                    malformed.append((entry_id, member or ""))
+                elif deliveries + handed_out >= max_deliveries:
+                    exhausted.append((entry_id, member))
+                else:
+                    m.zadd(inflight, now_ms, member)
+                    claimed.append((entry_id, member, int(deliveries) + handed_out))
+        discarded = 0
+        for entry_id, raw in malformed:
+            self._discard(shard, entry_id, MalformedEntry(raw, "no member or a bad delivery count"))
+            discarded += 1
+        result = ClaimResult([], [], 0)
+        for entry_id, raw, deliveries in claimed:
+            try:
+                result.claimed.append(StreamEntry(shard, entry_id, member_of(raw), deliveries))
+            except MalformedEntry as error:
+                self._discard(shard, entry_id, error)
+                discarded += 1
+        for entry_id, raw in exhausted:
+            try:
+                result.exhausted.append(StreamEntry(shard, entry_id, member_of(raw), max_deliveries))
+            except MalformedEntry as error:
+                self._discard(shard, entry_id, error)
+                discarded += 1
+        result.malformed = discarded
+        return result
 
     @port_call
     def prune_consumers(self, shard: int, idle_ms: int) -> int:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from hookline.adapters.redis import keys as redis_keys
+from hookline.domain import constants
 from hookline.domain.models import JobRequest, JobStatus
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
@@ -62,7 +63,8 @@ def test_given_malformed_entries_pending_when_reaped_then_dead_lettered_and_the_
     container.redis.xadd(READY, {"m": "t/j/1", "d": "many"})
     container.redis.xadd(READY, {"m": "also/not/a-member", "d": "0"})  # re-added: a reader meets it
     container.redis.xreadgroup(redis_keys.CONSUMER_GROUP, "crashed", {READY: ">"})  # all five now pending
-    time.sleep(container.settings.redeliver_after_ms / 1000 + 0.1)  # idle past redeliver_after_ms
+    # Idle past what the reaper waits before re-adding: redeliver_after_ms and the grace its readers get.
+    time.sleep((container.settings.redeliver_after_ms + constants.READD_GRACE_MS) / 1000 + 0.1)
 
     report = container.reaper.run(container.clock.now_ms() + 5_000)
 

@@ -13,6 +13,7 @@ from hookline.domain.callbacks import CallbackRequest, CallbackResult
 from hookline.domain.cron.schedule import Schedule, ScheduleMember
 from hookline.domain.delivery import (
     Claim,
+    ClaimResult,
     CronClaim,
     CronClaimResult,
     FanOutGrant,
@@ -302,6 +303,12 @@ class ReadyStream(Protocol):
         batch: int = ...,
     ) -> RedeliverResult:
         """Re-adds deliveries whose lease expired."""
+        ...
+
+    def claim_idle(
+        self, shard: int, min_idle_ms: int, now_ms: int, max_deliveries: int, count: int
+    ) -> ClaimResult:
+        """Takes over, in place and ahead of new entries, up to count deliveries whose lease expired."""
         ...
 
     def prune_consumers(self, shard: int, idle_ms: int) -> int:

@@ -304,3 +304,56 @@ def test_given_a_gathering_reader_when_slots_come_back_one_by_one_then_woken_onl
 
     assert taken == [4]
     assert woken_at == [1, 4]  # not at 2 and 3, when it would only have waited again
+
+
+class IdleEntries:
+    """A shard's abandoned entries, handed out by claim_idle (as Recoverer.claim_idle does) up to `most`."""
+
+    def __init__(self, count: int) -> None:
+        self.lock = threading.Lock()
+        self.left = [StreamEntry(0, f"{i}-1", Member("t", f"idle{i}", 1), 1) for i in range(count)]
+        self.claims: list[int] = []  # the most each claim asked for
+
+    def claim_idle(self, shard: int, most: int) -> list[StreamEntry]:
+        with self.lock:
+            self.claims.append(most)
+            taken, self.left = self.left[:most], self.left[most:]
+        return taken
+
+
+def test_given_idle_entries_and_a_backlog_when_read_then_idle_ones_delivered_first_within_free_slots() -> (
+    None
+):
+    streams = StreamsInMemory({0: 200})
+    idle = IdleEntries(5)
+    clock = SystemClock()
+    capacity = Capacity(4)
+    deliveries = Deliveries(capacity, workers=4)
+    handed: list[str] = []  # in the order the reader handed them over
+
+    def deliver(entry: StreamEntry) -> None:
+        handed.append(entry.member.job_id)
+        deliveries.deliver(entry)
+
+    readers = ShardReaders(
+        streams,  # type: ignore[arg-type]
+        clock,
+        NullMetrics(),
+        [0],
+        capacity,
+        deliver,
+        claim_idle=idle.claim_idle,
+        claim_every_ms=60_000,
+    )
+    readers.start(clock.now_ms() + 600, block_ms=20)
+    assert readers.join(5)
+    deliveries.pool.shutdown(wait=True)
+    readers.raise_failure()
+
+    assert handed[:5] == [f"idle{i}" for i in range(5)]  # a full claim asks again at once
+    assert all(most <= 4 for most in idle.claims)  # never more than the free slots
+    # Full claims ask again at once; once one came back short, the next waits claim_every_ms, so the busy
+    # path (200 new entries read) asks no more: 4 (full), then the last one (short, or full and an empty one).
+    assert len(idle.claims) <= 3
+    assert len(deliveries.done) == 205
+    assert deliveries.most_outstanding <= 4

@@ -439,6 +439,30 @@ def test_given_finish_cancelled_throughout_then_recovered_once_idle_and_taken_ov
     assert world.state() == idle_state(wake=1)
 
 
+def test_given_a_redelivered_entry_whose_lease_ends_within_seconds_then_claimed_once_it_ends_not_deferred(
+    world: World,
+) -> None:
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        world.clock.advance(int(seconds * 1000))
+
+    world.executor(sleep=sleep)
+    job, lease_end = retried_once(world)
+    world.store.transactions.plan("ThrottlingError", count=ATTEMPTS)
+    assert world.drain() == [Disposition.LEFT_PENDING]
+    world.store.transactions.plan("ThrottlingError", count=0)
+
+    world.clock.set(lease_end - 2_000)  # idle past REDELIVER_AFTER_MS, the lease 2 s from its end
+    world.reap()  # re-delivered while the gone attempt's lease still holds
+
+    assert world.drain() == [Disposition.SUCCEEDED]  # held until the lease ended, then claimed
+    assert 2.0 <= sum(slept) <= 2.1
+    assert world.job(job).status is JobStatus.SUCCEEDED
+    assert world.state() == idle_state(wake=1)  # nothing deferred into the due ZSET
+
+
 def test_given_finish_refused_by_the_job_items_condition_then_lost_hold_and_acknowledged(
     world: World,
 ) -> None:

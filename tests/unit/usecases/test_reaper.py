@@ -66,6 +66,21 @@ def test_given_entry_of_a_crashed_executor_when_idle_past_the_lease_then_redeliv
     assert world.state() == idle_state()
 
 
+def test_given_a_readd_grace_when_reaped_then_an_idle_entry_is_left_to_the_readers_until_it_passes(
+    world: World,
+) -> None:
+    job = world.submit()
+    crash_reading(world, "doomed")
+    grace_ms = 3_000
+
+    world.clock.advance(REDELIVER_AFTER_MS + grace_ms - 1)  # idle: a reader's in-place claim comes first
+    assert world.reaper(readd_grace_ms=grace_ms).run(world.clock.now_ms() + 60_000).redelivered == 0
+    assert world.state()["pending"] == [(member(job), "doomed", 1)]
+    world.clock.advance(1)
+
+    assert world.reaper(readd_grace_ms=grace_ms).run(world.clock.now_ms() + 60_000).redelivered == 1
+
+
 def test_given_entry_redelivered_max_times_when_reaped_then_job_dead_lettered(world: World) -> None:
     job = world.submit()
     exhaust(world)

@@ -137,6 +137,7 @@ class World:
         redis: FakeIndex | None = None,
         store: FakeJobStore | None = None,
         sleep: Callable[[float], None] | None = None,
+        readd_grace_ms: int = 0,
     ) -> Reaper:
         """Returns a reaper (consumer "reaper") with the world's timings, whose sleeps spend the clock."""
         redis = redis or self.redis("reaper")
@@ -152,6 +153,7 @@ class World:
             max_deliveries=MAX_DELIVERIES,
             jobs=JobReconciler(store, redis, redis, self.clock, unindexed=self.unindexed),
             sleep=sleep or self.sleep,
+            readd_grace_ms=readd_grace_ms,
         )
 
     def reap(self) -> None:

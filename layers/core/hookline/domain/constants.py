@@ -37,6 +37,18 @@ HEARTBEAT_MS = 1_000
 REDELIVER_AFTER_MS = 8_000
 # How often every executor re-delivers idle entries (the reaper does too, once a minute).
 RECOVER_EVERY_MS = 2_000
+# A re-delivered entry whose job's lease runs out within this is held by its executor until then and claimed
+# again, instead of deferred through the due ZSET (which would queue it behind any backlog at the stream's
+# tail). An entry turns idle REDELIVER_AFTER_MS after its executor's last heartbeat, when the lease has at
+# most LEASE_MS - REDELIVER_AFTER_MS + HEARTBEAT_MS left; 2 s more cover clock skew and a slow renewal.
+TAKEOVER_WAIT_MS = LEASE_MS - REDELIVER_AFTER_MS + 2 * HEARTBEAT_MS
+# A shard reader claims idle entries in place (ahead of the backlog) at most this often while there are none.
+CLAIM_IDLE_EVERY_MS = 1_000
+# An executor's recovery pass re-adds an idle entry at the stream's tail only once it stayed idle this much
+# longer than REDELIVER_AFTER_MS: its readers claim it in place before then, unless none has a free slot.
+# Above CLAIM_IDLE_EVERY_MS plus EXECUTOR_BLOCK_MS, the longest a reader goes without a claim. (The reaper,
+# once a minute, re-adds at REDELIVER_AFTER_MS: it is what recovers a shard no executor reads.)
+READD_GRACE_MS = 3_000
 # An executor stops taking work this long plus the longest callback before its invocation ends: room for
 # recording the outcome (the finish write, its retries and DynamoDB's timeouts) after the callback.
 ATTEMPT_WRAP_UP_S = 30.0

@@ -41,6 +41,15 @@ class RedeliverResult:
         return self.next_cursor == "0-0"
 
 
+@dataclass
+class ClaimResult:
+    """What one in-place claim of idle entries did (claim_idle.lua)."""
+
+    claimed: list[StreamEntry]  # now pending under the claiming consumer: deliver them
+    exhausted: list[StreamEntry]  # pending under it too, out of deliveries: dead-letter them
+    malformed: int = 0  # entries holding no readable delivery, dead-lettered by the stream itself
+
+
 @dataclass(frozen=True)
 class LimiterVerdict:
     """A limiter's answer: admitted, or refused until retry_at_ms."""

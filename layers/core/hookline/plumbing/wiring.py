@@ -507,6 +507,9 @@ class Container:
             self.metrics,
             redeliver_after_ms=self.settings.redeliver_after_ms,
             max_deliveries=self.settings.max_deliveries,
+            # Its watch runs every second: re-adding at redeliver_after would race the executors' in-place
+            # claims and queue a gone executor's entries behind the backlog they are meant to skip.
+            readd_grace_ms=constants.READD_GRACE_MS,
             jobs=JobReconciler(
                 jobs,
                 self.index,

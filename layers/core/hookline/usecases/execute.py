@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 
 from hookline.domain import constants
@@ -113,8 +114,10 @@ class Executor:
         unindexed: UnindexedLog | None = None,
         presence: ExecutorPresence | None = None,
         idle_ms: int = 0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
+        self._sleep = sleep  # waits for a gone executor's lease to end (_claim)
         # Idle mode: a run marks itself alive (the fan-out starts an executor only when none is) and ends
         # once it had nothing to do for idle_ms and the streams hold nothing (0: it runs to its deadline).
         self._presence = presence
@@ -146,6 +149,7 @@ class Executor:
             self._timing.redeliver_after_ms,
             max_deliveries,
             self._stats,
+            readd_grace_ms=constants.READD_GRACE_MS,
         )
         # Each recovery pass also promotes what no promoter moved in time (a promoter that died).
         self._backstop = PromotionBackstop(due, clock, shards, metrics)
@@ -198,6 +202,7 @@ class Executor:
                 capacity,
                 workers.submit,
                 gather=max(1, self._concurrency // READ_GATHER_DIVISOR),
+                claim_idle=self._recoverer.claim_idle,
             )
             self._mark_alive()
             self._recover_when_due()
@@ -328,7 +333,7 @@ class Executor:
                 self._metrics.count("Deferred")
                 return Disposition.DEFERRED
             try:
-                claim = self._store.claim(entry.member, now_ms)
+                claim, now_ms = self._claim(entry, now_ms)
             except NotYet as early:
                 # Due later (an entry indexed too early), or held by an attempt whose lease runs (its entry
                 # was re-delivered, or indexed again): try when DynamoDB says it may start, never before.
@@ -352,6 +357,25 @@ class Executor:
         finally:
             self._heartbeat.release(hold)
             self._limiters.release_slots(slots)
+
+    def _claim(self, entry: StreamEntry, now_ms: int) -> tuple[Claim, int]:
+        """Claims the job in DynamoDB (the fence); returns the claim and the time it was made.
+
+        A re-delivered entry (its executor is gone) whose job's lease runs out within TAKEOVER_WAIT_MS is
+        held here (its entry beaten, so no one else takes it) until the lease ends, and claimed again once:
+        deferring it would put it behind any backlog of the ready stream. A refusal after that, or a longer
+        lease (an attempt that is alive), raises NotYet as the first claim would.
+        """
+        try:
+            return self._store.claim(entry.member, now_ms), now_ms
+        except NotYet as early:
+            wait_ms = early.retry_at_ms - now_ms
+            if entry.deliveries == 0 or wait_ms > constants.TAKEOVER_WAIT_MS:
+                raise
+        self._metrics.count("TakeOverWaited")
+        self._sleep(max(0, wait_ms) / 1000)
+        now_ms = self._clock.now_ms()
+        return self._store.claim(entry.member, now_ms), now_ms
 
     def _admit(self, entry: StreamEntry, now_ms: int, slots: list[Slot]) -> int | None:
         """Runs the limiters; returns None when admitted, else when to try again; fills slots.

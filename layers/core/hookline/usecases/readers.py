@@ -18,6 +18,12 @@ free costs one XREADGROUP per delivered job while a backlog lasts. A reader whos
 for up to `gather` slots to be free before it reads, and reads them all in one call. A reader whose last
 read came back short (the stream is drained) reads at once, so a job arriving at a quiet executor is not
 delayed. Gathering never takes more than the free slots either: the bound holds either way.
+
+Abandoned deliveries first: before reading new entries a reader claims, in place, entries of its shard that
+a gone executor left idle for the re-delivery idle time (Recoverer.claim_idle), with the slots it took.
+Those are older than any backlog and re-adding them at the tail would queue them behind it. It asks at most
+every CLAIM_IDLE_EVERY_MS while none come back, and again at once while a claim comes back full, so a busy
+reader pays one script call a second per shard.
 """
 
 from __future__ import annotations
@@ -110,6 +116,8 @@ class ShardReaders:
         sleep: Callable[[float], None] = time.sleep,
         gather: int = 1,
         gather_ms: int = constants.READ_GATHER_MS,
+        claim_idle: Callable[[int, int], list[StreamEntry]] | None = None,
+        claim_every_ms: int = constants.CLAIM_IDLE_EVERY_MS,
     ) -> None:
         self._stream = stream
         self._clock = clock
@@ -120,6 +128,8 @@ class ShardReaders:
         self._sleep = sleep
         self._gather = gather  # slots a reader in a backlog waits for (up to gather_ms) before reading
         self._gather_s = gather_ms / 1000
+        self._claim_idle = claim_idle  # (shard, most) -> idle entries taken over, pending under this consumer
+        self._claim_every_ms = claim_every_ms
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._error: BaseException | None = None
@@ -169,6 +179,7 @@ class ShardReaders:
         backlog = False  # the last read came back full: more entries are likely waiting
         drained = False  # the last read came back short: the stream was empty a moment ago
         alone = len(self._shards) == 1
+        next_claim_ms = 0  # when this reader next looks for abandoned (idle) entries
         while not self._stop.is_set() and (now_ms := self._clock.now_ms()) < deadline_ms:
             taken = self._capacity.take(
                 constants.READ_BATCH,
@@ -179,6 +190,17 @@ class ShardReaders:
             if not taken:
                 continue  # every slot busy for block_ms: look at the deadline and the stop, then again
             try:
+                claimed: list[StreamEntry] = []
+                if self._claim_idle is not None and now_ms >= next_claim_ms:
+                    claimed = self._claim_idle(shard, taken)
+                    # A full claim: more may be idle, so look again at once; else not before the interval.
+                    next_claim_ms = now_ms if len(claimed) == taken else now_ms + self._claim_every_ms
+                if claimed:
+                    # Delivered like a read, without touching the backlog/drained state of the new entries.
+                    outage.succeeded()
+                    self._capacity.give(taken - len(claimed))
+                    self._hand_over(claimed)
+                    continue
                 entries = [] if drained else self._stream.read_ready([shard], taken, 0)
                 if not entries:
                     # Nothing waiting: block for the next entries, holding one slot only unless this reader
@@ -203,7 +225,11 @@ class ShardReaders:
             # once; should this thread die between the read and a hand-off, the entries not handed over
             # stay pending, unbeaten, and a recoverer re-delivers them once idle (never lost, never run
             # twice at once: the claim refuses a job whose lease another attempt holds).
-            for entry in entries:
-                with self._lock:
-                    self.read += 1
-                self._deliver(entry)
+            self._hand_over(entries)
+
+    def _hand_over(self, entries: list[StreamEntry]) -> None:
+        """Hands each entry (pending under this consumer) to deliver, counting it as read."""
+        for entry in entries:
+            with self._lock:
+                self.read += 1
+            self._deliver(entry)

@@ -78,6 +78,7 @@ class Reaper:
         sleep: Callable[[float], None] = time.sleep,
         idle: IdleWatch | None = None,
         presence: PromoterPresence | None = None,
+        readd_grace_ms: int = 0,
     ) -> None:
         self._store = store
         # Idle mode: the watch ends early while Redis holds nothing due within the horizon and no stream
@@ -95,7 +96,15 @@ class Reaper:
         self._schedules = schedules
         self._stats: StatsRecorder = stats or NullStats()
         self._recoverer = Recoverer(
-            store, stream, clock, shards, metrics, redeliver_after_ms, max_deliveries, self._stats
+            store,
+            stream,
+            clock,
+            shards,
+            metrics,
+            redeliver_after_ms,
+            max_deliveries,
+            self._stats,
+            readd_grace_ms=readd_grace_ms,
         )
         self._backstop = PromotionBackstop(due, clock, shards, metrics)
         self._sleep = sleep

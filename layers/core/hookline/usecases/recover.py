@@ -49,6 +49,7 @@ class Recoverer:
         redeliver_after_ms: int,
         max_deliveries: int,
         stats: StatsRecorder | None = None,
+        readd_grace_ms: int = 0,
     ) -> None:
         self._store = store
         self._stream = stream
@@ -58,6 +59,8 @@ class Recoverer:
         self._redeliver_after_ms = redeliver_after_ms
         self._max_deliveries = max_deliveries
         self._stats: StatsRecorder = stats or NullStats()
+        # Re-adding waits this much longer than a claim in place (claim_idle), which a reader does first.
+        self._readd_after_ms = redeliver_after_ms + readd_grace_ms
 
     def recover(self) -> int:
         """Runs one bounded pass over every shard (an executor's tick); returns how many were re-delivered."""
@@ -87,7 +90,7 @@ class Recoverer:
             if batches and deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
                 return cursor
             result = self._stream.redeliver(
-                shard, self._redeliver_after_ms, self._clock.now_ms(), self._max_deliveries, cursor
+                shard, self._readd_after_ms, self._clock.now_ms(), self._max_deliveries, cursor
             )
             batches += 1
             into.redelivered += result.redelivered
@@ -98,6 +101,27 @@ class Recoverer:
                 return None
             cursor = result.next_cursor
         return cursor
+
+    def claim_idle(self, shard: int, count: int) -> list[StreamEntry]:
+        """Takes over up to count entries idle redeliver_after_ms, in place; returns those to deliver now.
+
+        An executor's shard reader calls this before reading new entries, so a gone executor's deliveries
+        are served ahead of any backlog (a re-added entry would wait behind it). The returned entries are
+        pending under this executor as if read; those out of deliveries are dead-lettered here.
+        """
+        result = self._stream.claim_idle(
+            shard, self._redeliver_after_ms, self._clock.now_ms(), self._max_deliveries, count
+        )
+        done = Recovered(malformed=result.malformed)
+        for entry in result.exhausted:
+            try:
+                self._dead_letter(entry, done)
+            except Exception:
+                # It stays pending under this executor, idle, and a later claim or pass ends it.
+                logger.warning("dead-lettering an exhausted entry failed", exc_info=True)
+        if result.claimed:
+            self._metrics.count("Redelivered", len(result.claimed))
+        return result.claimed
 
     def _dead_letter(self, entry: StreamEntry, into: Recovered) -> None:
         """Ends a delivery that kept being abandoned (a poison message must not loop forever).

@@ -21,6 +21,7 @@ SCRIPT_NAMES = (
     "defer",
     "dead_letter",
     "redeliver",
+    "claim_idle",
     "heartbeat",
     "prune_consumers",
     "rate_limit",

@@ -13,7 +13,7 @@ from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.base import SHARDS_POLL_MS, MalformedEntry, RedisBase, entry, member_of, text
 from hookline.adapters.redis.rebuild import new_epoch
 from hookline.domain import constants
-from hookline.domain.delivery import RedeliverResult, StreamEntry
+from hookline.domain.delivery import ClaimResult, RedeliverResult, StreamEntry
 
 logger = logging.getLogger(__name__)
 
@@ -237,6 +237,57 @@ class RedisReadyStream(RedisBase):
                 continue
             exhausted.append(StreamEntry(shard, text(flat[i]), member, max_deliveries))
         return RedeliverResult(int(redelivered), exhausted, text(next_cursor), discarded)
+
+    def claim_idle(
+        self, shard: int, min_idle_ms: int, now_ms: int, max_deliveries: int, count: int
+    ) -> ClaimResult:
+        """Takes over up to `count` deliveries idle min_idle_ms (their consumer is gone), in place.
+
+        The entries keep their place (claim_idle.lua), so this consumer serves them ahead of any backlog of
+        new entries; each claimed entry comes back with its deliveries so far, and is pending under this
+        consumer as if read. Exhausted ones are pending under it too, for the caller to dead-letter.
+        """
+        keys = [redis_keys.ready_stream(shard), redis_keys.inflight_key(shard)]
+        args: list[str | int] = [
+            redis_keys.CONSUMER_GROUP,
+            self._consumer,
+            min_idle_ms,
+            now_ms,
+            count,
+            max_deliveries,
+        ]
+        try:
+            flat, flat_exhausted, malformed = cast(
+                list[Any], self._scripts["claim_idle"](keys=keys, args=args, client=self._own_client())
+            )
+        except redis.ResponseError as error:
+            if "NOGROUP" not in str(error):
+                raise
+            return ClaimResult([], [])  # Redis lost the stream: nothing is pending there any more
+        discarded = 0
+        for i in range(0, len(malformed), 2):
+            raw = text(malformed[i + 1])
+            self._discard(shard, text(malformed[i]), MalformedEntry(raw, "no member or a bad delivery count"))
+            discarded += 1
+        claimed: list[StreamEntry] = []
+        for i in range(0, len(flat), 3):
+            try:
+                member = member_of(text(flat[i + 1]))
+            except MalformedEntry as error:
+                self._discard(shard, text(flat[i]), error)
+                discarded += 1
+                continue
+            claimed.append(StreamEntry(shard, text(flat[i]), member, int(flat[i + 2])))
+        exhausted: list[StreamEntry] = []
+        for i in range(0, len(flat_exhausted), 2):
+            try:
+                member = member_of(text(flat_exhausted[i + 1]))
+            except MalformedEntry as error:
+                self._discard(shard, text(flat_exhausted[i]), error)
+                discarded += 1
+                continue
+            exhausted.append(StreamEntry(shard, text(flat_exhausted[i]), member, max_deliveries))
+        return ClaimResult(claimed, exhausted, discarded)
 
     def _discard(self, shard: int, entry_id: str, error: MalformedEntry) -> None:
         """Moves an entry that holds no readable delivery to the dead stream (reason malformed_entry).
