@@ -222,21 +222,9 @@ class RedisReadyStream(RedisBase):
             if "NOGROUP" not in str(error):
                 raise
             return RedeliverResult(0, [], "0-0", 0)
-        discarded = 0
-        for i in range(0, len(malformed), 2):
-            raw = text(malformed[i + 1])
-            self._discard(shard, text(malformed[i]), MalformedEntry(raw, "no member or a bad delivery count"))
-            discarded += 1
-        exhausted: list[StreamEntry] = []
-        for i in range(0, len(flat), 2):
-            try:
-                member = member_of(text(flat[i + 1]))
-            except MalformedEntry as error:
-                self._discard(shard, text(flat[i]), error)
-                discarded += 1
-                continue
-            exhausted.append(StreamEntry(shard, text(flat[i]), member, max_deliveries))
-        return RedeliverResult(int(redelivered), exhausted, text(next_cursor), discarded)
+        discarded = self._discard_malformed(shard, malformed)
+        exhausted, unreadable = self._exhausted(shard, flat, max_deliveries)
+        return RedeliverResult(int(redelivered), exhausted, text(next_cursor), discarded + unreadable)
 
     def claim_idle(
         self, shard: int, min_idle_ms: int, now_ms: int, max_deliveries: int, count: int
@@ -264,11 +252,7 @@ class RedisReadyStream(RedisBase):
             if "NOGROUP" not in str(error):
                 raise
             return ClaimResult([], [])  # Redis lost the stream: nothing is pending there any more
-        discarded = 0
-        for i in range(0, len(malformed), 2):
-            raw = text(malformed[i + 1])
-            self._discard(shard, text(malformed[i]), MalformedEntry(raw, "no member or a bad delivery count"))
-            discarded += 1
+        discarded = self._discard_malformed(shard, malformed)
         claimed: list[StreamEntry] = []
         for i in range(0, len(flat), 3):
             try:
@@ -278,16 +262,33 @@ class RedisReadyStream(RedisBase):
                 discarded += 1
                 continue
             claimed.append(StreamEntry(shard, text(flat[i]), member, int(flat[i + 2])))
+        exhausted, unreadable = self._exhausted(shard, flat_exhausted, max_deliveries)
+        return ClaimResult(claimed, exhausted, discarded + unreadable)
+
+    def _discard_malformed(self, shard: int, malformed: Sequence[Any]) -> int:
+        """Discards the entries a script found without a member or a readable delivery count (a flat list
+        of entry id, raw member); returns how many."""
+        for i in range(0, len(malformed), 2):
+            raw = text(malformed[i + 1])
+            self._discard(shard, text(malformed[i]), MalformedEntry(raw, "no member or a bad delivery count"))
+        return len(malformed) // 2
+
+    def _exhausted(
+        self, shard: int, flat: Sequence[Any], max_deliveries: int
+    ) -> tuple[list[StreamEntry], int]:
+        """Returns the exhausted entries of a script's flat list (entry id, member), for the caller to
+        dead-letter, and how many it discarded because their member does not parse."""
         exhausted: list[StreamEntry] = []
-        for i in range(0, len(flat_exhausted), 2):
+        discarded = 0
+        for i in range(0, len(flat), 2):
             try:
-                member = member_of(text(flat_exhausted[i + 1]))
+                member = member_of(text(flat[i + 1]))
             except MalformedEntry as error:
-                self._discard(shard, text(flat_exhausted[i]), error)
+                self._discard(shard, text(flat[i]), error)
                 discarded += 1
                 continue
-            exhausted.append(StreamEntry(shard, text(flat_exhausted[i]), member, max_deliveries))
-        return ClaimResult(claimed, exhausted, discarded)
+            exhausted.append(StreamEntry(shard, text(flat[i]), member, max_deliveries))
+        return exhausted, discarded
 
     def _discard(self, shard: int, entry_id: str, error: MalformedEntry) -> None:
         """Moves an entry that holds no readable delivery to the dead stream (reason malformed_entry).
