@@ -319,12 +319,12 @@ class Container:
         or one that starts nothing where no function is named."""
         if function_name is None:
             return NoWaker()
-        settings = self.settings
-        return LambdaWaker(
-            lambda: boto3.client(
-                "lambda", endpoint_url=settings.aws_endpoint_url, region_name=settings.aws_region
-            ),
-            function_name,
+        return LambdaWaker(self._lambda_client, function_name)
+
+    def _lambda_client(self) -> Any:
+        """Returns a new Lambda client for the settings' endpoint and region (made at a first invoke)."""
+        return boto3.client(
+            "lambda", endpoint_url=self.settings.aws_endpoint_url, region_name=self.settings.aws_region
         )
 
     @cached_property
@@ -536,13 +536,7 @@ class Container:
         name = self.settings.execute_function
         if name is None:
             return NoLauncher()
-        settings = self.settings
-        return LambdaLauncher(
-            lambda: boto3.client(
-                "lambda", endpoint_url=settings.aws_endpoint_url, region_name=settings.aws_region
-            ),
-            name,
-        )
+        return LambdaLauncher(self._lambda_client, name)
 
     @cached_property
     def fan_out(self) -> ExecutorScaler:
