@@ -114,3 +114,20 @@ def test_given_results_without_priced_rows_then_loading_says_so(tmp_path: Path) 
 
     with pytest.raises(ValueError, match="no row with DynamoDB figures"):
         costs.load_figures(path)
+
+
+def test_given_jobs_then_the_functions_are_awake_up_to_all_month_and_smaller_executors_cost_less(
+    figures: costs.MeterFigures,
+) -> None:
+    def awake(configuration: costs.Configuration, jobs: int) -> float:
+        return costs.monthly_items(configuration, jobs, figures)["lambda_awake"]
+
+    half = costs.Configuration("h", "512 MB executors", execute_memory_mb=512)
+
+    assert awake(costs.DEFAULT, 0) == 0
+    # 10,000 evenly spread jobs keep the functions awake a third of the month; a million, all of it.
+    assert 0 < awake(costs.DEFAULT, 10_000) < awake(costs.DEFAULT, 10**6)
+    assert awake(costs.DEFAULT, 10**6) == pytest.approx(awake(costs.DEFAULT, 10**8))
+    assert awake(half, 10**7) < awake(costs.DEFAULT, 10**7)
+    assert half.parameters()["ExecuteMemorySize"] == "512"
+    assert "ExecuteMemorySize" not in costs.DEFAULT.parameters()
