@@ -8,7 +8,6 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hookline.adapters.dynamo import codec, paging, tables
-from hookline.adapters.dynamo.json_client import DynamoJsonClient
 from hookline.adapters.dynamo.transactions import CONDITION_FAILED, TRANSIENT_ERROR_CODES, Transactions
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
@@ -149,7 +148,12 @@ def split_executions(executions: list[Execution]) -> tuple[Execution | None, lis
 
 
 class DynamoJobStore:
-    """Reads and writes jobs, idempotency markers and execution records."""
+    """Reads and writes jobs, idempotency markers and execution records.
+
+    Its client is the DynamoDB JSON client the wiring builds (json_client.DynamoJsonClient), or any client
+    that takes the same calls, a call's budget (timeout_s) included: the store sends every call the same
+    way whatever the client, so a test that wraps the client runs the code production runs.
+    """
 
     def __init__(
         self,
@@ -161,9 +165,6 @@ class DynamoJobStore:
         keyspace: tables.Keyspace | None = None,
     ) -> None:
         self._client = client
-        # Only the JSON client takes a whole call's budget (timeout_s); a boto3 client's calls are bounded by
-        # its own connect and read timeouts and attempts.
-        self._takes_timeout = isinstance(client, DynamoJsonClient)
         self._keyspace = keyspace or tables.Keyspace()
         self._jobs = jobs_table
         self._executions = executions_table
@@ -335,13 +336,11 @@ class DynamoJobStore:
 
         Leaves updated_ms alone: it says when the attempt was claimed, which a take-over records; and the
         live index's key (RUNNING_JOB_DUE_BY_HORIZON): only the projected lease changes. timeout_ms
-        bounds the call, retries included (the JSON client's timeout_s); over a boto3 client, which cannot
-        take it, the client's own timeouts and attempts bound the call.
+        bounds the call, retries included: it goes to the client as the call's timeout_s, which every client
+        of this store takes (the JSON client's budget).
         """
         update = "SET #lease = :lease"
-        bound: dict[str, float] = (
-            {"timeout_s": timeout_ms / 1000} if timeout_ms is not None and self._takes_timeout else {}
-        )
+        bound: dict[str, float] = {} if timeout_ms is None else {"timeout_s": timeout_ms / 1000}
         try:
             self._client.update_item(
                 **bound,
