@@ -24,7 +24,8 @@ callback: one thread posting the same ~200-byte JSON to the receiver M times thr
 then through a kept-alive http.client.HTTPConnection (no safety checks at all: the raw floor), each
 reported as CPU µs per request. "client_ip_new_tenant" posts each request for a tenant the client has not
 served: connections are kept per tenant, so each opens a connection of its own (the cost of not sharing a
-kept-alive connection across tenants, when tenants do not repeat).
+kept-alive connection across tenants, when tenants do not repeat). "reuse_check" is the check for unread
+bytes a kept connection passes right before its reuse, timed alone (µs a call).
 
 Figures are this machine's, shared with other work: compare runs made side by side, not absolutes.
 """
@@ -49,6 +50,7 @@ from bench.compare.hookline_system import TENANT, job_request
 from bench.compare.post import body as job_body
 from bench.dynamo_calls import DaemonStub, enable_tracing
 from hookline.adapters.http.client import HttpCallbackClient
+from hookline.adapters.sockets import idle_socket_unusable
 from hookline.domain.callbacks import CallbackRequest
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
@@ -59,6 +61,7 @@ from tests.fakes.tables import JobsTables
 from tests.support.redis_server import RedisServer, free_port
 
 INVOCATION_MS = 1_000
+REUSE_CHECKS = 100_000
 _RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
 
 
@@ -260,6 +263,11 @@ def callback(requests: int) -> dict[str, Any]:
             response.read()
             assert response.status == 200
         figures["raw_http_client"] = (time.thread_time() - started) * 1e6 / requests
+        # The check a kept connection passes right before its reuse, alone, on the idle kept-alive socket.
+        started = time.thread_time()
+        for _ in range(REUSE_CHECKS):
+            assert not idle_socket_unusable(raw.sock)
+        figures["reuse_check"] = (time.thread_time() - started) * 1e6 / REUSE_CHECKS
         raw.close()
     finally:
         receiver.close()
