@@ -18,7 +18,7 @@ from moto import mock_aws
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.domain.delivery import Finish
 from hookline.domain.errors import NotYet, StaleState
-from hookline.domain.models import JobStatus
+from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
 from hookline_local.template import create_tables, load_template
 from tests.support.aws import Boto3WithBudget
 from tests.support.jobs import scheduled_job
@@ -140,3 +140,26 @@ def test_given_a_refusal_without_the_item_when_a_claim_is_refused_then_one_consi
         store.claim(later.member(), NOW)
 
     assert recording.taken() == ["update_item", "get_item"]
+
+
+def _record(job: Job, attempt: int) -> Execution:
+    return Execution(
+        job.tenant, job.job_id, attempt, job.generation, NOW, NOW + 20, ExecutionOutcome.SUCCEEDED, 20, 200
+    )
+
+
+def test_given_a_finish_with_later_attempts_when_sent_then_one_transaction_and_a_lost_hold_one_read_more(
+    boto3_client: Any,
+) -> None:
+    store, recording = recorded_store(boto3_client)
+    job, _ = store.create(scheduled_job(NOW), "", NOW)
+    first = store.claim(job.member(), NOW).job
+    second = store.claim(job.member(), NOW + 10_001).job  # the first attempt's lease ran out: taken over
+    recording.taken()
+
+    with pytest.raises(StaleState):
+        store.finish(first, Finish(JobStatus.SUCCEEDED, 200, None), [_record(first, 2)], NOW + 10_010)
+    assert recording.taken() == ["transact_write_items", "get_item"]
+
+    store.finish(second, Finish(JobStatus.SUCCEEDED, 200, None), [_record(second, 2)], NOW + 10_020)
+    assert recording.taken() == ["transact_write_items"]

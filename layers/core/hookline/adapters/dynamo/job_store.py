@@ -278,6 +278,13 @@ class DynamoJobStore:
         if "Item" in response:
             item: codec.Item = response["Item"]
             return item
+        return self._found(key)
+
+    def _found(self, key: codec.Item) -> codec.Item | None:
+        """Returns the jobs table's item at key, read consistently (None: no item).
+
+        Only the key attributes of `key` are used, so an item may be passed as its own key.
+        """
         only_key = {name: key[name] for name in (tables.JOBS_PK, tables.JOBS_SK)}
         found: codec.Item | None = self._client.get_item(
             TableName=self._jobs, Key=only_key, ConsistentRead=True
@@ -411,8 +418,7 @@ class DynamoJobStore:
         puts = [{"Put": {"TableName": self._executions, "Item": codec.execution_to_item(e)}} for e in later]
         reasons = self._transactions.write([*puts, {"Update": update}])
         if reasons is not None and reasons[len(puts)] == CONDITION_FAILED:
-            found = self._client.get_item(TableName=self._jobs, Key=key, ConsistentRead=True).get("Item")
-            if _stamped(found, FINISH_TOKEN, token):
+            if _stamped(self._found(key), FINISH_TOKEN, token):
                 return  # this call's first try wrote it (the execution records are plain puts: rewritten)
             raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
         if reasons is not None:
@@ -435,7 +441,7 @@ class DynamoJobStore:
             if code not in TRANSIENT_ERROR_CODES:
                 raise
             try:
-                found = self._client.get_item(TableName=self._jobs, Key=key, ConsistentRead=True).get("Item")
+                found = self._found(key)
             except ClientError:
                 found = None
             if _stamped(found, FINISH_TOKEN, token):
