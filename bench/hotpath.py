@@ -3,6 +3,8 @@
     .venv/bin/python -m bench.hotpath                  # engine: N jobs drained by one executor
     .venv/bin/python -m bench.hotpath --jobs 2000 --concurrency 16 --shards 1
     .venv/bin/python -m bench.hotpath --mode callback  # the callback client beside a raw http.client
+    .venv/bin/python -m bench.hotpath --tracing botocore  # X-Ray on, patched as the functions patch
+    .venv/bin/python -m bench.hotpath --tracing http   # ... and http.client patched too
 
 engine: a private redis-server, a receiver process (a minimal asyncio HTTP/1.1 server answering 200),
 and in this process the engine's use cases over the in-memory stores of tests/fakes (metered as
@@ -13,9 +15,17 @@ delivered job: this process's CPU during the drain (the executor's threads: read
 heartbeat; nothing else runs in it then), redis-server's commands by name (`INFO commandstats`, commands
 run inside scripts included), the metered DynamoDB requests; and the drain's jobs/s.
 
+--tracing turns X-Ray on as bench/dynamo_calls.py does (Powertools' Tracer as the functions build it, a
+UDP daemon stub on loopback) and reports the datagrams the daemon received per delivered job: what the
+executor's own path (Redis, the callback client's sockets) sends to X-Ray, the DynamoDB calls aside (the
+in-memory stores make none; bench/dynamo_calls.py --tracing measures those).
+
 callback: one thread posting the same ~200-byte JSON to the receiver M times through HttpCallbackClient,
 then through a kept-alive http.client.HTTPConnection (no safety checks at all: the raw floor), each
-reported as CPU µs per request.
+reported as CPU µs per request. "client_ip_new_tenant" posts each request for a tenant the client has not
+served: connections are kept per tenant, so each opens a connection of its own (the cost of not sharing a
+kept-alive connection across tenants, when tenants do not repeat). "reuse_check" is the check for unread
+bytes a kept connection passes right before its reuse, timed alone (µs a call).
 
 Figures are this machine's, shared with other work: compare runs made side by side, not absolutes.
 """
@@ -31,13 +41,16 @@ import os
 import statistics
 import tempfile
 import time
+from dataclasses import replace
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any
 
 from bench.compare.counted_store import DynamoMeter, MeteredJobStore, MeteredKeyStore
 from bench.compare.hookline_system import TENANT, job_request
 from bench.compare.post import body as job_body
+from bench.dynamo_calls import DaemonStub, enable_tracing
 from hookline.adapters.http.client import HttpCallbackClient
+from hookline.adapters.sockets import idle_socket_unusable
 from hookline.domain.callbacks import CallbackRequest
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
@@ -48,6 +61,7 @@ from tests.fakes.tables import JobsTables
 from tests.support.redis_server import RedisServer, free_port
 
 INVOCATION_MS = 1_000
+REUSE_CHECKS = 100_000
 _RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
 
 
@@ -106,14 +120,22 @@ class ReceiverProcess:
         self._process.join(5)
 
 
-def engine(jobs: int, concurrency: int, shards: int, metered: bool = True) -> dict[str, Any]:
-    """Drains `jobs` promoted jobs with one executor; returns the per-job figures."""
+def engine(
+    jobs: int, concurrency: int, shards: int, metered: bool = True, daemon: DaemonStub | None = None
+) -> dict[str, Any]:
+    """Drains `jobs` promoted jobs with one executor; returns the per-job figures (and, tracing, the
+    datagrams the X-Ray daemon received per delivered job)."""
     receiver = ReceiverProcess()
     with tempfile.TemporaryDirectory() as data_dir:
         server = RedisServer(data_dir)
         server.start()
         try:
-            return _drain(server.url, receiver, jobs, concurrency, shards, metered)
+            datagrams = daemon.datagrams if daemon else 0
+            figures = _drain(server.url, receiver, jobs, concurrency, shards, metered)
+            if daemon is not None:
+                time.sleep(0.2)  # the stub drains what is still in flight
+                figures["xray_datagrams_per_job"] = round((daemon.datagrams - datagrams) / figures["jobs"], 2)
+            return figures
         finally:
             server.stop()
             receiver.close()
@@ -195,13 +217,17 @@ def _commandstats(container: Container) -> dict[str, int]:
     return calls
 
 
-def _client_cpu_us(client: HttpCallbackClient, url: str, payload: bytes, requests: int) -> float:
-    """Returns this thread's CPU µs per deliver() of payload to url (after one untimed warm-up)."""
+def _client_cpu_us(
+    client: HttpCallbackClient, url: str, payload: bytes, requests: int, new_tenants: bool = False
+) -> float:
+    """Returns this thread's CPU µs per deliver() of payload to url (after one untimed warm-up); with
+    new_tenants, each request is another tenant's."""
     request = CallbackRequest(url, "POST", {"Content-Type": "application/json"}, payload, 10.0)
     client.deliver(request)  # the thread's pool and connection made before timing
+    tenants = [f"tenant-{n}" if new_tenants else request.tenant for n in range(requests)]
     started = time.thread_time()
-    for _ in range(requests):
-        result = client.deliver(request)
+    for tenant in tenants:
+        result = client.deliver(request if tenant == request.tenant else replace(request, tenant=tenant))
         assert result.succeeded, result
     return (time.thread_time() - started) * 1e6 / requests
 
@@ -216,6 +242,10 @@ def callback(requests: int) -> dict[str, Any]:
         figures: dict[str, float] = {}
         with HttpCallbackClient(allow_loopback=True) as client:
             figures["client_ip"] = _client_cpu_us(client, receiver.url + "/hook", payload, requests)
+        with HttpCallbackClient(allow_loopback=True) as client:
+            figures["client_ip_new_tenant"] = _client_cpu_us(
+                client, receiver.url + "/hook", payload, requests, new_tenants=True
+            )
         named_url = f"http://receiver.test:{receiver.port}/hook"
         for name, cache_s in (("client_name_uncached", 0.0), ("client_name_cached", 5.0)):
             with HttpCallbackClient(
@@ -233,6 +263,11 @@ def callback(requests: int) -> dict[str, Any]:
             response.read()
             assert response.status == 200
         figures["raw_http_client"] = (time.thread_time() - started) * 1e6 / requests
+        # The check a kept connection passes right before its reuse, alone, on the idle kept-alive socket.
+        started = time.thread_time()
+        for _ in range(REUSE_CHECKS):
+            assert not idle_socket_unusable(raw.sock)
+        figures["reuse_check"] = (time.thread_time() - started) * 1e6 / REUSE_CHECKS
         raw.close()
     finally:
         receiver.close()
@@ -254,11 +289,13 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=1)
     parser.add_argument("--unmetered", action="store_true", help="the job store without the DynamoDB meter")
     parser.add_argument("--repeat", type=int, default=1, help="runs; each printed, then the medians")
+    parser.add_argument("--tracing", choices=["off", "botocore", "http"], default="off")
     args = parser.parse_args()
+    daemon = None if args.tracing == "off" else enable_tracing(args.tracing)
     runs = []
     for _ in range(args.repeat):
         figures = (
-            engine(args.jobs, args.concurrency, args.shards, not args.unmetered)
+            engine(args.jobs, args.concurrency, args.shards, not args.unmetered, daemon)
             if args.mode == "engine"
             else callback(args.jobs)
         )

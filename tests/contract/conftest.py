@@ -63,7 +63,7 @@ from tests.fakes.metrics import RecordingMetrics
 from tests.fakes.redis_memory import RedisMemory
 from tests.fakes.schedules import FakeScheduleStore
 from tests.fakes.tables import JobsTables
-from tests.support.aws import make_tables
+from tests.support.aws import Boto3WithBudget, make_tables
 from tests.support.dynamo_faults import DynamoFaultProxy
 
 GROUP = redis_keys.CONSUMER_GROUP
@@ -378,7 +378,7 @@ def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
     yield DynamoBackend(
         "real",
         DynamoJobStore(
-            client,
+            lean or Boto3WithBudget(client),
             settings.jobs_table,
             settings.executions_table,
             lease_ms=LEASE_MS,

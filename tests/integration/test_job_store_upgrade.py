@@ -20,6 +20,7 @@ from hookline.domain.delivery import Finish
 from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus, Member
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import dynamodb_client
+from tests.support.aws import Boto3WithBudget
 from tests.support.jobs import scheduled_job
 
 pytestmark = pytest.mark.integration
@@ -37,7 +38,9 @@ def client(settings: Settings) -> Iterator[Any]:
 
 @pytest.fixture
 def store(client: Any, settings: Settings) -> DynamoJobStore:
-    return DynamoJobStore(client, settings.jobs_table, settings.executions_table, lease_ms=LEASE_MS)
+    return DynamoJobStore(
+        Boto3WithBudget(client), settings.jobs_table, settings.executions_table, lease_ms=LEASE_MS
+    )
 
 
 def _record(job: Job, attempt: int, outcome: ExecutionOutcome, code: int | None) -> Execution:

@@ -6,10 +6,12 @@ import os
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import boto3
 from moto.server import ThreadedMotoServer
 
+from hookline.adapters.dynamo.json_client import JSON_OPERATIONS
 from hookline.plumbing.settings import Settings
 from hookline_local.template import create_tables, load_template, table_names
 from tests.support.redis_server import free_port
@@ -59,3 +61,25 @@ def make_tables(settings: Settings) -> None:
         create_tables(client, load_template(), table_names(settings))
     finally:
         client.close()
+
+
+class Boto3WithBudget:
+    """A boto3 DynamoDB client that takes the JSON client's calls: a call's budget (timeout_s) is dropped.
+
+    The job store gives a lease renewal its budget as timeout_s, as the JSON client takes it; a boto3 client
+    has no such argument, and its own connect and read timeouts and attempts bound its calls instead. Tests
+    that run the DynamoDB adapters on boto3 itself (beside the JSON client) wrap it in this.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._client, name)
+        if name not in JSON_OPERATIONS:
+            return method
+
+        def call(*, timeout_s: float | None = None, **params: Any) -> Any:
+            return method(**params)
+
+        return call

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from hookline.adapters.dynamo import codec, paging, tables
-from hookline.adapters.dynamo.json_client import DynamoJsonClient
 from hookline.adapters.dynamo.transactions import CONDITION_FAILED, TRANSIENT_ERROR_CODES, Transactions
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
@@ -52,6 +53,9 @@ FINISH_TOKEN = "finish_token"
 CHANGE_TOKEN = "change_token"  # cancel and replay
 CLAIMED_FROM_STATUS = "claimed_from_status"
 CLAIMED_FROM_MS = "claimed_from_ms"
+
+# The error of a write whose condition failed (a transaction's item says CONDITION_FAILED instead).
+CONDITION_FAILED_ERROR = "ConditionalCheckFailedException"
 
 # A job listing reads this many items per round of queries (split over the buckets) when filtering by
 # status, and at most LIST_MAX_READ_ITEMS per call (about 1 MB of reads), so a sparse filter cannot make one
@@ -106,6 +110,14 @@ def _stamped(item: codec.Item | None, attribute: str, token: str) -> bool:
     return item is not None and item.get(attribute) == {"S": token}
 
 
+@dataclass(frozen=True)
+class _Refused:
+    """A conditional write DynamoDB refused: its error, and the item its condition found (None: no item)."""
+
+    error: ClientError
+    item: codec.Item | None
+
+
 def _refusal(item: codec.Item | None, job_id: str, rule: str) -> NotFound | StaleState:
     """Turns a failed condition on an existing-job update into NotFound or StaleState naming the status."""
     if item is None:
@@ -149,7 +161,12 @@ def split_executions(executions: list[Execution]) -> tuple[Execution | None, lis
 
 
 class DynamoJobStore:
-    """Reads and writes jobs, idempotency markers and execution records."""
+    """Reads and writes jobs, idempotency markers and execution records.
+
+    Its client is the DynamoDB JSON client the wiring builds (json_client.DynamoJsonClient), or any client
+    that takes the same calls, a call's budget (timeout_s) included: the store sends every call the same
+    way whatever the client, so a test that wraps the client runs the code production runs.
+    """
 
     def __init__(
         self,
@@ -161,9 +178,6 @@ class DynamoJobStore:
         keyspace: tables.Keyspace | None = None,
     ) -> None:
         self._client = client
-        # Only the JSON client takes a whole call's budget (timeout_s); a boto3 client's calls are bounded by
-        # its own connect and read timeouts and attempts.
-        self._takes_timeout = isinstance(client, DynamoJsonClient)
         self._keyspace = keyspace or tables.Keyspace()
         self._jobs = jobs_table
         self._executions = executions_table
@@ -188,14 +202,10 @@ class DynamoJobStore:
             "ExpressionAttributeNames": _names(ITEM_IS_NEW),
         }
         if job.idempotency_key is None:
-            try:
-                self._client.put_item(**job_put, ReturnValuesOnConditionCheckFailure="ALL_OLD")
-            except ClientError as error:
-                # A fresh id is taken only by this call's own first try: anything else is an error.
-                if codec.error_code(error) != "ConditionalCheckFailedException" or not _stamped(
-                    self._refused_item(error, item), CREATE_TOKEN, token
-                ):
-                    raise
+            put = self._conditional(self._client.put_item, item, job_put)
+            # A fresh id is taken only by this call's own first try: anything else is an error.
+            if isinstance(put, _Refused) and not _stamped(put.item, CREATE_TOKEN, token):
+                raise put.error
             return job, True
         marker = codec.to_attribute_values(
             {
@@ -242,6 +252,22 @@ class DynamoJobStore:
             raise IdempotencyConflict("idempotency_key was already used with a different request")
         return self.get(tenant, marker["job_id"]), marker.get(CREATE_TOKEN) == token
 
+    def _conditional(
+        self, send: Callable[..., dict[str, Any]], key: codec.Item, request: dict[str, Any]
+    ) -> dict[str, Any] | _Refused:
+        """Sends one conditional write; returns its reply, or the refusal with the item the condition found.
+
+        The write asks for that item with the refusal (ReturnValuesOnConditionCheckFailure=ALL_OLD), so a
+        refusal usually costs no read (_refused_item). Only a failed condition is a refusal: any other error
+        is raised as the client raised it.
+        """
+        try:
+            return send(**request, ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except ClientError as error:
+            if codec.error_code(error) != CONDITION_FAILED_ERROR:
+                raise
+            return _Refused(error, self._refused_item(error, key))
+
     def _refused_item(self, error: ClientError, key: codec.Item) -> codec.Item | None:
         """Returns the item a refused conditional write found (None: no item).
 
@@ -252,6 +278,13 @@ class DynamoJobStore:
         if "Item" in response:
             item: codec.Item = response["Item"]
             return item
+        return self._found(key)
+
+    def _found(self, key: codec.Item) -> codec.Item | None:
+        """Returns the jobs table's item at key, read consistently (None: no item).
+
+        Only the key attributes of `key` are used, so an item may be passed as its own key.
+        """
         only_key = {name: key[name] for name in (tables.JOBS_PK, tables.JOBS_SK)}
         found: codec.Item | None = self._client.get_item(
             TableName=self._jobs, Key=only_key, ConsistentRead=True
@@ -287,14 +320,16 @@ class DynamoJobStore:
             "#attempt = #attempt + :one, #lease = :lease, #updated = :now_ms, "
             "#claim_token = :token"
         )
-        try:
-            reply = self._client.update_item(
-                TableName=self._jobs,
-                Key=key,
-                UpdateExpression=update,
-                ConditionExpression=CLAIMABLE,
-                ExpressionAttributeNames=_names(update, CLAIMABLE),
-                ExpressionAttributeValues=codec.to_attribute_values(
+        reply = self._conditional(
+            self._client.update_item,
+            key,
+            {
+                "TableName": self._jobs,
+                "Key": key,
+                "UpdateExpression": update,
+                "ConditionExpression": CLAIMABLE,
+                "ExpressionAttributeNames": _names(update, CLAIMABLE),
+                "ExpressionAttributeValues": codec.to_attribute_values(
                     {
                         ":running": JobStatus.RUNNING.value,
                         ":scheduled": JobStatus.SCHEDULED.value,
@@ -305,18 +340,14 @@ class DynamoJobStore:
                         ":token": token,
                     }
                 ),
-                ReturnValues="ALL_OLD",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if codec.error_code(error) != "ConditionalCheckFailedException":
-                raise
-            item = self._refused_item(error, key)
-            if _stamped(item, CLAIM_TOKEN, token):
+                "ReturnValues": "ALL_OLD",
+            },
+        )
+        if isinstance(reply, _Refused):
+            if reply.item is not None and _stamped(reply.item, CLAIM_TOKEN, token):
                 # This claim's first try took the job and only its reply was lost: the attempt is ours.
-                assert item is not None
-                return _own_claim(item)
-            raise _claim_refusal(item, member, now_ms) from error
+                return _own_claim(reply.item)
+            raise _claim_refusal(reply.item, member, now_ms) from reply.error
         if "Attributes" not in reply:
             raise StaleState(f"job {member.job_id} does not exist")
         before = codec.item_to_job(reply["Attributes"])
@@ -335,13 +366,11 @@ class DynamoJobStore:
 
         Leaves updated_ms alone: it says when the attempt was claimed, which a take-over records; and the
         live index's key (RUNNING_JOB_DUE_BY_HORIZON): only the projected lease changes. timeout_ms
-        bounds the call, retries included (the JSON client's timeout_s); over a boto3 client, which cannot
-        take it, the client's own timeouts and attempts bound the call.
+        bounds the call, retries included: it goes to the client as the call's timeout_s, which every client
+        of this store takes (the JSON client's budget).
         """
         update = "SET #lease = :lease"
-        bound: dict[str, float] = (
-            {"timeout_s": timeout_ms / 1000} if timeout_ms is not None and self._takes_timeout else {}
-        )
+        bound: dict[str, float] = {} if timeout_ms is None else {"timeout_s": timeout_ms / 1000}
         try:
             self._client.update_item(
                 **bound,
@@ -360,7 +389,7 @@ class DynamoJobStore:
                 ),
             )
         except ClientError as error:
-            if codec.error_code(error) == "ConditionalCheckFailedException":
+            if codec.error_code(error) == CONDITION_FAILED_ERROR:
                 raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job") from error
             raise
 
@@ -389,8 +418,7 @@ class DynamoJobStore:
         puts = [{"Put": {"TableName": self._executions, "Item": codec.execution_to_item(e)}} for e in later]
         reasons = self._transactions.write([*puts, {"Update": update}])
         if reasons is not None and reasons[len(puts)] == CONDITION_FAILED:
-            found = self._client.get_item(TableName=self._jobs, Key=key, ConsistentRead=True).get("Item")
-            if _stamped(found, FINISH_TOKEN, token):
+            if _stamped(self._found(key), FINISH_TOKEN, token):
                 return  # this call's first try wrote it (the execution records are plain puts: rewritten)
             raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job")
         if reasons is not None:
@@ -407,22 +435,22 @@ class DynamoJobStore:
         """
         key = update["Key"]
         try:
-            self._client.update_item(**update, ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            reply = self._conditional(self._client.update_item, key, update)
         except ClientError as error:
             code = codec.error_code(error)
-            if code == "ConditionalCheckFailedException":
-                if _stamped(self._refused_item(error, key), FINISH_TOKEN, token):
-                    return  # this call's first try wrote it
-                raise StaleState(f"job {job.job_id} attempt {job.attempt} no longer holds the job") from error
             if code not in TRANSIENT_ERROR_CODES:
                 raise
             try:
-                found = self._client.get_item(TableName=self._jobs, Key=key, ConsistentRead=True).get("Item")
+                found = self._found(key)
             except ClientError:
                 found = None
             if _stamped(found, FINISH_TOKEN, token):
                 return
             raise DependencyDown(f"job {job.job_id}: finish refused for {code}; retry later") from error
+        # A refusal that finds this call's token is its own first try's write: done.
+        if isinstance(reply, _Refused) and not _stamped(reply.item, FINISH_TOKEN, token):
+            lost = f"job {job.job_id} attempt {job.attempt} no longer holds the job"
+            raise StaleState(lost) from reply.error
 
     def _finish_update(
         self, job: Job, finish: Finish, first: Execution | None, now_ms: int, token: str
@@ -481,14 +509,16 @@ class DynamoJobStore:
             "REMOVE #lease, #live_pk, #live_sk"
         )
         key = self._key(member.tenant, member.job_id)
-        try:
-            self._client.update_item(
-                TableName=self._jobs,
-                Key=key,
-                UpdateExpression=update,
-                ConditionExpression=DEAD_LETTERABLE,
-                ExpressionAttributeNames=_names(update, DEAD_LETTERABLE),
-                ExpressionAttributeValues=codec.to_attribute_values(
+        reply = self._conditional(
+            self._client.update_item,
+            key,
+            {
+                "TableName": self._jobs,
+                "Key": key,
+                "UpdateExpression": update,
+                "ConditionExpression": DEAD_LETTERABLE,
+                "ExpressionAttributeNames": _names(update, DEAD_LETTERABLE),
+                "ExpressionAttributeValues": codec.to_attribute_values(
                     {
                         ":dead": JobStatus.DEAD.value,
                         ":error": reason,
@@ -499,24 +529,22 @@ class DynamoJobStore:
                         ":running": JobStatus.RUNNING.value,
                     }
                 ),
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if codec.error_code(error) != "ConditionalCheckFailedException":
-                raise
-            item = self._refused_item(error, key)
-            found = None if item is None else codec.item_to_job(item)
-            if (
-                found is not None
-                and found.status is JobStatus.DEAD
-                and found.generation == member.generation
-                and found.last_error == reason
-            ):
-                return
-            raise StaleState(
-                f"job {member.job_id} is no longer live in generation {member.generation}, "
-                "or an attempt still holds its lease"
-            ) from error
+            },
+        )
+        if not isinstance(reply, _Refused):
+            return
+        found = None if reply.item is None else codec.item_to_job(reply.item)
+        if (
+            found is not None
+            and found.status is JobStatus.DEAD
+            and found.generation == member.generation
+            and found.last_error == reason
+        ):
+            return
+        raise StaleState(
+            f"job {member.job_id} is no longer live in generation {member.generation}, "
+            "or an attempt still holds its lease"
+        ) from reply.error
 
     def cancel(self, tenant: str, job_id: str, now_ms: int) -> Job:
         """Cancels a job that has not started; returns it cancelled. Raises NotFound or StaleState."""
@@ -552,25 +580,24 @@ class DynamoJobStore:
         token = new_write_token()
         condition = f"attribute_exists(#pk) AND {condition}"
         key = self._key(tenant, job_id)
-        try:
-            reply = self._client.update_item(
-                TableName=self._jobs,
-                Key=key,
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=_names(update, condition),
-                ExpressionAttributeValues=codec.to_attribute_values({**values, ":token": token}),
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if codec.error_code(error) != "ConditionalCheckFailedException":
-                raise
-            item = self._refused_item(error, key)
-            if item is not None and _stamped(item, CHANGE_TOKEN, token):
-                return codec.item_to_job(item)
-            raise _refusal(item, job_id, rule) from error
-        return codec.item_to_job(reply["Attributes"])
+        reply = self._conditional(
+            self._client.update_item,
+            key,
+            {
+                "TableName": self._jobs,
+                "Key": key,
+                "UpdateExpression": update,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": _names(update, condition),
+                "ExpressionAttributeValues": codec.to_attribute_values({**values, ":token": token}),
+                "ReturnValues": "ALL_NEW",
+            },
+        )
+        if not isinstance(reply, _Refused):
+            return codec.item_to_job(reply["Attributes"])
+        if reply.item is not None and _stamped(reply.item, CHANGE_TOKEN, token):
+            return codec.item_to_job(reply.item)
+        raise _refusal(reply.item, job_id, rule) from reply.error
 
     def live_jobs(
         self, shard: int, cursor: str | None, limit: int, due_before_ms: int | None = None
