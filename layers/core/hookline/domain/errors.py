@@ -64,6 +64,19 @@ class NotFound(HooklineError):
     http_status = 404
 
 
+class QueueNotFound(NotFound):
+    """A job or schedule names a queue the tenant has not created: refused, nothing stored."""
+
+    code = "queue_not_found"
+
+
+class InvalidQueue(HooklineError):
+    """A queue's settings break a rule the model cannot express (bad limits): refused, nothing stored."""
+
+    code = "invalid_queue"
+    http_status = 400
+
+
 class Conflict(HooklineError):
     """The request conflicts with the item's current state."""
 
