@@ -70,13 +70,6 @@ class QueueNotFound(NotFound):
     code = "queue_not_found"
 
 
-class InvalidQueue(HooklineError):
-    """A queue's settings break a rule the model cannot express (bad limits): refused, nothing stored."""
-
-    code = "invalid_queue"
-    http_status = 400
-
-
 class Conflict(HooklineError):
     """The request conflicts with the item's current state."""
 

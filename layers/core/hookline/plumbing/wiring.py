@@ -389,6 +389,7 @@ class Container:
             stats=CircuitStats(self.stats, self.redis_circuit),
             unindexed=self.unindexed,
             circuit=self.redis_circuit,
+            queues=self.queue_store,
         )
 
     @cached_property
@@ -449,6 +450,7 @@ class Container:
             self.settings.shards,
             floor,
             self.metrics,
+            queues=self.queue_store,
         )
 
     @cached_property

@@ -16,7 +16,7 @@ KEY_PREFIX = "hl_"
 _KEY_PATTERN = re.compile(r"^hl_([0-9a-f]{16})_([0-9a-f]{48})$")
 # A warm Lambda trusts a looked-up key this long, so a revoked key stops working within this bound.
 KEY_CACHE_TTL_MS = 30_000
-ALL_SCOPES = ("jobs:write", "jobs:read", "schedules:write", "schedules:read")
+ALL_SCOPES = ("jobs:write", "jobs:read", "schedules:write", "schedules:read", "queues:write", "queues:read")
 
 
 @dataclass(frozen=True)
