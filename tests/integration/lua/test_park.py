@@ -10,6 +10,7 @@ import redis
 
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.index import RedisIndex
+from hookline.domain.idle import WakePolicy
 from tests.integration.lua.conftest import EXECUTOR, SHARD, deliver, entry, seed, shard_state, state, zset
 
 pytestmark = pytest.mark.integration
@@ -124,3 +125,30 @@ def test_unpark(
     )
     assert _parked(redis_client) == want_keys
     assert redis_index.parked_queues(SHARD) == [("t", "mail")] * len(want_keys["queues"])
+
+
+@pytest.mark.parametrize(
+    ("parked", "alive", "want_woken"),
+    [
+        pytest.param({A: 1_000}, False, [SHARD], id="given_no_promoter_when_unparked_then_one_woken"),
+        pytest.param({A: 1_000}, True, [], id="given_promoter_alive_when_unparked_then_none_woken"),
+        pytest.param({}, False, [], id="given_nothing_parked_when_unparked_then_none_woken"),
+    ],
+)
+def test_given_idle_mode_when_unparked_then_a_promoter_is_woken_only_when_needed(
+    redis_client: redis.Redis, parked: dict[str, float], alive: bool, want_woken: list[int]
+) -> None:
+    woken: list[int] = []
+    index = RedisIndex(redis_client, consumer="api")
+    index.ensure_group(SHARD)
+    index.wake_promoters_with(WakePolicy(75_000, 10_000), woken.append)
+    if parked:
+        redis_client.zadd(PARKED, parked)
+    if alive:
+        redis_client.set(redis_keys.promoter_alive_key(SHARD), "1")
+
+    index.unpark(SHARD, "t", "mail", NOW_MS, 10)
+    index.unpark(SHARD, "t", "mail", NOW_MS, 10)  # a second call in the burst: the claim is held
+
+    assert woken == want_woken
+    assert redis_client.exists(redis_keys.wake_claim_key(SHARD)) == len(want_woken)

@@ -108,8 +108,11 @@ class RedisQueues(RedisBase):
             redis_keys.inflight_key(shard),
             redis_keys.parked_queues_key(shard),
         ]
-        args: list[str | int] = [now_ms, batch, queue_member(tenant, queue)]
-        moved, left = cast(list[int], self._scripts["unpark"](keys=keys, args=args))
+        wake_keys, wake_args = self._wake_call(shard)
+        args: list[str | int] = [now_ms, batch, queue_member(tenant, queue), *wake_args]
+        moved, left, wake = cast(list[int], self._scripts["unpark"](keys=keys + wake_keys, args=args))
+        # In idle mode no promoter (and so no executor) may be running: start one, as a submit does.
+        self._woke(shard, int(wake))
         return int(moved), int(left)
 
     def parked_queues(self, shard: int) -> list[tuple[str, str]]:
