@@ -37,7 +37,6 @@ from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
 from hookline.adapters.dynamo.transactions import Transactions
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.index import RedisIndex
-from hookline.domain.clock import FrozenClock
 from hookline.domain.keys import KeyRecord
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import dynamodb_client, lean_client
@@ -56,6 +55,7 @@ from hookline.ports import (
     ScheduleStore,
     ShardCountRecord,
 )
+from tests.fakes.clock import FrozenClock
 from tests.fakes.index import FakeIndex
 from tests.fakes.jobs import FakeJobStore
 from tests.fakes.keys import FakeKeyStore

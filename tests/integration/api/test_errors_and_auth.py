@@ -8,9 +8,9 @@ import pytest
 
 from hookline.adapters.redis import keys as redis_keys
 from hookline.api.gate import MAX_BATCH_REQUEST_BYTES, MAX_REQUEST_BYTES
-from hookline.domain.clock import FrozenClock
 from hookline.domain.constants import MAX_BODY_BYTES
 from hookline.usecases.auth import KEY_CACHE_TTL_MS
+from tests.fakes.clock import FrozenClock
 from tests.integration.api.conftest import Api, make_key
 from tests.support.apigw import ApiClient, invoke, proxy_event
 
