@@ -36,7 +36,15 @@ from hookline.domain.clock import SystemClock
 from hookline.domain.errors import IndexUnavailable
 from hookline.domain.idle import IdlePolicy
 from hookline.plumbing.settings import Settings
-from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics, PromoterWaker, UnindexedLog
+from hookline.ports import (
+    Clock,
+    ExecutorLauncher,
+    Limiters,
+    MetricsSink,
+    NullMetrics,
+    PromoterWaker,
+    UnindexedLog,
+)
 from hookline.usecases.auth import Authenticator
 from hookline.usecases.circuit import Circuit, CircuitStats
 from hookline.usecases.cron import CronRunner, ScheduleReconciler
@@ -281,6 +289,11 @@ class Container:
         if wake is not None:
             index.wake_promoters_with(wake, self._wake_promoter)
         return index
+
+    @cached_property
+    def api_rate_limiter(self) -> Limiters:
+        """The API's per-key request rate (Limiters.admit_api_call): a role of the Redis index."""
+        return self.index
 
     def _wake_promoter(self, shard: int) -> None:
         # The waker is looked up at each wake, so one swapped in after the index was built is the one used.
