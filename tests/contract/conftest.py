@@ -39,7 +39,7 @@ from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.index import RedisIndex
 from hookline.domain.keys import KeyRecord
 from hookline.plumbing.settings import Settings
-from hookline.plumbing.wiring import dynamodb_client, lean_client
+from hookline.plumbing.wiring import dynamodb_client, dynamodb_json_client
 from hookline.ports import (
     CronIndex,
     DueIndex,
@@ -348,8 +348,8 @@ def contract_tables(dynamo_proxy: DynamoFaultProxy) -> Iterator[tuple[Settings, 
     client.close()
 
 
-# "lean": the DynamoDB adapters over the JSON client (adapters/dynamo/json_client.py) the engine wires in.
-DYNAMO_BACKENDS = [*BACKENDS, pytest.param("lean", marks=pytest.mark.integration)]
+# "json-client": the DynamoDB adapters over the engine's JSON client (adapters/dynamo/json_client.py).
+DYNAMO_BACKENDS = [*BACKENDS, pytest.param("json-client", marks=pytest.mark.integration)]
 
 
 @pytest.fixture(params=DYNAMO_BACKENDS)
@@ -373,7 +373,7 @@ def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
         return
     settings, client = request.getfixturevalue("contract_tables")
     faults: DynamoFaultProxy = request.getfixturevalue("dynamo_faults")
-    lean = lean_client(client) if request.param == "lean" else None
+    lean = dynamodb_json_client(client) if request.param == "json-client" else None
     client = lean or client
     yield DynamoBackend(
         "real",
