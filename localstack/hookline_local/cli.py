@@ -15,9 +15,10 @@ from typing import Any, Protocol
 
 from hookline_local.deploy import DeployError
 from hookline_local.deployed import DEFAULT_WARM_API_WORKERS, DeployedOptions, DeployedStack
+from hookline_local.development import DEV_TENANT
 from hookline_local.services import ServiceError
 from hookline_local.sink import SINK_PATH
-from hookline_local.stack import DEV_TENANT, LocalStack, StackOptions
+from hookline_local.stack import LocalStack, StackOptions
 
 # Once asked to stop, `hookline dev` exits within this long (stop_within); tests/e2e waits this plus slack.
 STOP_BUDGET_S = 10.0

@@ -26,11 +26,11 @@ from hookline.domain.clock import SystemClock
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline_local import services
 from hookline_local.deploy import Deployed, DeployError, DeployOptions, aws_client, first_tick, read_deployed
+from hookline_local.development import DEV_TENANT, REGION, development_key, write_env_file
 from hookline_local.emulator import discard_scratch, emulator_python, python_version, start_emulator
 from hookline_local.forwarder import Forwarder
 from hookline_local.gateway import GatewayServer
 from hookline_local.sink import SINK_PATH, RequestBin
-from hookline_local.stack import DEV_TENANT, REGION, _development_key, write_env_file
 from hookline_local.template import find_template, gateway_responses, load_template
 
 STACK_NAME = "hookline"
@@ -141,7 +141,7 @@ class DeployedStack:
         )
         self._dynamodb = aws_client("dynamodb", endpoint, REGION)
         keys = DynamoKeyStore(self._dynamodb, deployed.outputs["ApiKeysTableName"])
-        self.api_key, self.signing_secret = _development_key(keys)
+        self.api_key, self.signing_secret = development_key(keys)
         secrets = SigningSecretProvider(keys, SystemClock())
         sink = RequestBin(lambda: secrets.secrets_for(DEV_TENANT))
         self._forwarder = Forwarder(deployed.api_url, {SINK_PATH: sink.serve})
