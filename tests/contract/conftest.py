@@ -37,10 +37,9 @@ from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
 from hookline.adapters.dynamo.transactions import Transactions
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.index import RedisIndex
-from hookline.domain.clock import FrozenClock
 from hookline.domain.keys import KeyRecord
 from hookline.plumbing.settings import Settings
-from hookline.plumbing.wiring import dynamodb_client, lean_client
+from hookline.plumbing.wiring import dynamodb_client, dynamodb_json_client
 from hookline.ports import (
     CronIndex,
     DueIndex,
@@ -56,6 +55,7 @@ from hookline.ports import (
     ScheduleStore,
     ShardCountRecord,
 )
+from tests.fakes.clock import FrozenClock
 from tests.fakes.index import FakeIndex
 from tests.fakes.jobs import FakeJobStore
 from tests.fakes.keys import FakeKeyStore
@@ -348,8 +348,8 @@ def contract_tables(dynamo_proxy: DynamoFaultProxy) -> Iterator[tuple[Settings, 
     client.close()
 
 
-# "lean": the DynamoDB adapters over the JSON client (adapters/dynamo/json_client.py) the engine wires in.
-DYNAMO_BACKENDS = [*BACKENDS, pytest.param("lean", marks=pytest.mark.integration)]
+# "json-client": the DynamoDB adapters over the engine's JSON client (adapters/dynamo/json_client.py).
+DYNAMO_BACKENDS = [*BACKENDS, pytest.param("json-client", marks=pytest.mark.integration)]
 
 
 @pytest.fixture(params=DYNAMO_BACKENDS)
@@ -373,7 +373,7 @@ def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
         return
     settings, client = request.getfixturevalue("contract_tables")
     faults: DynamoFaultProxy = request.getfixturevalue("dynamo_faults")
-    lean = lean_client(client) if request.param == "lean" else None
+    lean = dynamodb_json_client(client) if request.param == "json-client" else None
     client = lean or client
     yield DynamoBackend(
         "real",

@@ -21,7 +21,7 @@ from hookline.domain.delivery import Claim, Finish
 from hookline.domain.errors import NotYet, StaleState
 from hookline.domain.models import ExecutionOutcome, JobStatus, Member
 from hookline.plumbing.settings import Settings
-from hookline.plumbing.wiring import DynamoBounds, dynamodb_client, lean_client
+from hookline.plumbing.wiring import DynamoBounds, dynamodb_client, dynamodb_json_client
 from tests.contract.conftest import LEASE_MS, DynamoBackend
 from tests.contract.test_job_store import (
     NOW,
@@ -44,7 +44,7 @@ def test_given_one_attempt_when_a_write_reply_is_lost_then_a_connection_error_an
     settings, _ = contract_tables
     bounds = DynamoBounds(max_attempts=1)
     client = dynamodb_client(settings, bounds=bounds)
-    sender = lean_client(client, bounds) if kind == "json" else client
+    sender = dynamodb_json_client(client, bounds) if kind == "json" else client
     item = {tables.JOBS_PK: {"S": f"lost-{uuid.uuid4().hex}"}, tables.JOBS_SK: {"S": "lost"}}
     dynamo_faults.replies.lose("put_item")
     try:
