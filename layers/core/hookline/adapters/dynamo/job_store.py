@@ -100,6 +100,23 @@ def _names(*expressions: str) -> dict[str, str]:
     return codec.attribute_names(_NAMES, *expressions)
 
 
+def _update_request(
+    table: str, key: codec.Item, update: str, condition: str, values: codec.Item
+) -> dict[str, Any]:
+    """An UpdateItem request: `update` applied to the item at key only while `condition` holds.
+
+    values are already in attribute-value form; the names are those the two expressions use.
+    """
+    return {
+        "TableName": table,
+        "Key": key,
+        "UpdateExpression": update,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": _names(update, condition),
+        "ExpressionAttributeValues": values,
+    }
+
+
 def new_write_token() -> str:
     """Returns a token for one conditional write (64 random bits); its retries carry the same one."""
     return secrets.token_hex(8)
@@ -320,29 +337,19 @@ class DynamoJobStore:
             "#attempt = #attempt + :one, #lease = :lease, #updated = :now_ms, "
             "#claim_token = :token"
         )
-        reply = self._conditional(
-            self._client.update_item,
-            key,
+        values = codec.to_attribute_values(
             {
-                "TableName": self._jobs,
-                "Key": key,
-                "UpdateExpression": update,
-                "ConditionExpression": CLAIMABLE,
-                "ExpressionAttributeNames": _names(update, CLAIMABLE),
-                "ExpressionAttributeValues": codec.to_attribute_values(
-                    {
-                        ":running": JobStatus.RUNNING.value,
-                        ":scheduled": JobStatus.SCHEDULED.value,
-                        ":one": 1,
-                        ":lease": lease_ms,
-                        ":now_ms": now_ms,
-                        ":generation": member.generation,
-                        ":token": token,
-                    }
-                ),
-                "ReturnValues": "ALL_OLD",
-            },
+                ":running": JobStatus.RUNNING.value,
+                ":scheduled": JobStatus.SCHEDULED.value,
+                ":one": 1,
+                ":lease": lease_ms,
+                ":now_ms": now_ms,
+                ":generation": member.generation,
+                ":token": token,
+            }
         )
+        request = _update_request(self._jobs, key, update, CLAIMABLE, values)
+        reply = self._conditional(self._client.update_item, key, {**request, "ReturnValues": "ALL_OLD"})
         if isinstance(reply, _Refused):
             if reply.item is not None and _stamped(reply.item, CLAIM_TOKEN, token):
                 # This claim's first try took the job and only its reply was lost: the attempt is ours.
@@ -372,21 +379,17 @@ class DynamoJobStore:
         update = "SET #lease = :lease"
         bound: dict[str, float] = {} if timeout_ms is None else {"timeout_s": timeout_ms / 1000}
         try:
+            values = codec.to_attribute_values(
+                {
+                    ":lease": lease_expires_at_ms,
+                    ":running": JobStatus.RUNNING.value,
+                    ":generation": job.generation,
+                    ":attempt": job.attempt,
+                }
+            )
+            key = self._key(job.tenant, job.job_id)
             self._client.update_item(
-                **bound,
-                TableName=self._jobs,
-                Key=self._key(job.tenant, job.job_id),
-                UpdateExpression=update,
-                ConditionExpression=HELD_BY_ATTEMPT,
-                ExpressionAttributeNames=_names(update, HELD_BY_ATTEMPT),
-                ExpressionAttributeValues=codec.to_attribute_values(
-                    {
-                        ":lease": lease_expires_at_ms,
-                        ":running": JobStatus.RUNNING.value,
-                        ":generation": job.generation,
-                        ":attempt": job.attempt,
-                    }
-                ),
+                **bound, **_update_request(self._jobs, key, update, HELD_BY_ATTEMPT, values)
             )
         except ClientError as error:
             if codec.error_code(error) == CONDITION_FAILED_ERROR:
@@ -488,14 +491,8 @@ class DynamoJobStore:
             sets.append("#first = :first")
             attribute_values[":first"] = codec.execution_to_map(first)
         expression = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
-        return {
-            "TableName": self._jobs,
-            "Key": self._key(job.tenant, job.job_id),
-            "UpdateExpression": expression,
-            "ConditionExpression": HELD_BY_ATTEMPT,
-            "ExpressionAttributeNames": _names(expression, HELD_BY_ATTEMPT),
-            "ExpressionAttributeValues": attribute_values,
-        }
+        key = self._key(job.tenant, job.job_id)
+        return _update_request(self._jobs, key, expression, HELD_BY_ATTEMPT, attribute_values)
 
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
         """Dead-letters a job of the member's generation whose deliveries ran out; StaleState otherwise.
@@ -509,28 +506,19 @@ class DynamoJobStore:
             "REMOVE #lease, #live_pk, #live_sk"
         )
         key = self._key(member.tenant, member.job_id)
-        reply = self._conditional(
-            self._client.update_item,
-            key,
+        values = codec.to_attribute_values(
             {
-                "TableName": self._jobs,
-                "Key": key,
-                "UpdateExpression": update,
-                "ConditionExpression": DEAD_LETTERABLE,
-                "ExpressionAttributeNames": _names(update, DEAD_LETTERABLE),
-                "ExpressionAttributeValues": codec.to_attribute_values(
-                    {
-                        ":dead": JobStatus.DEAD.value,
-                        ":error": reason,
-                        ":now_ms": now_ms,
-                        ":expires": now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S,
-                        ":generation": member.generation,
-                        ":scheduled": JobStatus.SCHEDULED.value,
-                        ":running": JobStatus.RUNNING.value,
-                    }
-                ),
-            },
+                ":dead": JobStatus.DEAD.value,
+                ":error": reason,
+                ":now_ms": now_ms,
+                ":expires": now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S,
+                ":generation": member.generation,
+                ":scheduled": JobStatus.SCHEDULED.value,
+                ":running": JobStatus.RUNNING.value,
+            }
         )
+        request = _update_request(self._jobs, key, update, DEAD_LETTERABLE, values)
+        reply = self._conditional(self._client.update_item, key, request)
         if not isinstance(reply, _Refused):
             return
         found = None if reply.item is None else codec.item_to_job(reply.item)
@@ -580,19 +568,10 @@ class DynamoJobStore:
         token = new_write_token()
         condition = f"attribute_exists(#pk) AND {condition}"
         key = self._key(tenant, job_id)
-        reply = self._conditional(
-            self._client.update_item,
-            key,
-            {
-                "TableName": self._jobs,
-                "Key": key,
-                "UpdateExpression": update,
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": _names(update, condition),
-                "ExpressionAttributeValues": codec.to_attribute_values({**values, ":token": token}),
-                "ReturnValues": "ALL_NEW",
-            },
+        request = _update_request(
+            self._jobs, key, update, condition, codec.to_attribute_values({**values, ":token": token})
         )
+        reply = self._conditional(self._client.update_item, key, {**request, "ReturnValues": "ALL_NEW"})
         if not isinstance(reply, _Refused):
             return codec.item_to_job(reply["Attributes"])
         if reply.item is not None and _stamped(reply.item, CHANGE_TOKEN, token):
