@@ -10,7 +10,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hookline.adapters.dynamo import codec, paging, tables
-from hookline.adapters.dynamo.transactions import CONDITION_FAILED, TRANSIENT_ERROR_CODES, Transactions
+from hookline.adapters.dynamo.errors import TRANSIENT_ERROR_CODES
+from hookline.adapters.dynamo.transactions import CONDITION_FAILED, Transactions
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.errors import DependencyDown, IdempotencyConflict, NotFound, NotYet, StaleState
