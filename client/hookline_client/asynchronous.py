@@ -23,6 +23,7 @@ from hookline_client.schemas import (
     ScheduleJobsView,
     SchedulePageView,
     ScheduleView,
+    SigningSecretRotationView,
     StatsView,
 )
 from hookline_client.sync import DEFAULT_TIMEOUT_S, MAX_REPLAY_BATCHES
@@ -200,6 +201,11 @@ class AsyncClient:
     async def get_stats(self) -> StatsView:
         """Returns the tenant's statistics for the last hour."""
         return await self.call(calls.get_stats())
+
+    async def rotate_signing_secret(self, overlap_s: int | None = None) -> SigningSecretRotationView:
+        """Rotates the tenant's signing secret (the key needs secrets:write); the answer holds the new secret,
+        shown once. The replaced secret signs too for overlap_s (a day when None; 0: it stops at once)."""
+        return await self.call(calls.rotate_signing_secret(overlap_s))
 
     async def health(self) -> HealthView:
         """Returns the API's health."""

@@ -29,6 +29,7 @@ from hookline_client.schemas import (
     ScheduleJobsView,
     SchedulePageView,
     ScheduleView,
+    SigningSecretRotationView,
     StatsView,
 )
 
@@ -239,6 +240,15 @@ def list_schedule_jobs(
 def get_stats() -> Call[StatsView]:
     """GET /v1/stats."""
     return Call("GET", "/v1/stats", StatsView)
+
+
+def rotate_signing_secret(overlap_s: int | None = None) -> Call[SigningSecretRotationView]:
+    """POST /v1/signing-secret/rotate (never retried after a 503: a second rotation would end the first's
+    overlap, and the secret it returned would be lost)."""
+    body = {} if overlap_s is None else {"overlap_s": overlap_s}
+    return Call(
+        "POST", "/v1/signing-secret/rotate", SigningSecretRotationView, body=body, retry_unavailable=False
+    )
 
 
 def health() -> Call[HealthView]:

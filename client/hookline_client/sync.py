@@ -23,6 +23,7 @@ from hookline_client.schemas import (
     ScheduleJobsView,
     SchedulePageView,
     ScheduleView,
+    SigningSecretRotationView,
     StatsView,
 )
 
@@ -204,6 +205,11 @@ class Client:
     def get_stats(self) -> StatsView:
         """Returns the tenant's statistics for the last hour."""
         return self.call(calls.get_stats())
+
+    def rotate_signing_secret(self, overlap_s: int | None = None) -> SigningSecretRotationView:
+        """Rotates the tenant's signing secret (the key needs secrets:write); the answer holds the new secret,
+        shown once. The replaced secret signs too for overlap_s (a day when None; 0: it stops at once)."""
+        return self.call(calls.rotate_signing_secret(overlap_s))
 
     def health(self) -> HealthView:
         """Returns the API's health (raises Unavailable naming the dependency that is down)."""

@@ -197,6 +197,13 @@ class KeyReader(Protocol):
         """Stores the tenant's signing secrets; with only_if_missing, False when some already exist."""
         ...
 
+    def replace_signing_secrets(
+        self, tenant: str, secrets: SigningSecrets, now_ms: int, seen_current: str | None
+    ) -> bool:
+        """Stores the tenant's signing secrets only while its current secret is still seen_current (None:
+        while it has none); False, with nothing written, when another write changed it meanwhile."""
+        ...
+
 
 class ShardCountRecord(Protocol):
     """The most shards any engine of the deployment has run with (DynamoDB: it must outlive Redis)."""

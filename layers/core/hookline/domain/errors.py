@@ -77,6 +77,12 @@ class IdempotencyConflict(Conflict):
     code = "idempotency_key_reused"
 
 
+class SigningSecretChanged(Conflict):
+    """Another rotation replaced the tenant's signing secret between this one's read and its write."""
+
+    code = "signing_secret_changed"
+
+
 class StaleState(HooklineError):
     """A conditional write lost a race: the item is no longer in the state the caller saw."""
 
