@@ -124,6 +124,10 @@ class AsyncClient:
         """Schedules a dead job again, due now."""
         return await self.call(calls.replay_job(job_id))
 
+    async def run_job_now(self, job_id: str) -> JobView:
+        """Makes a waiting job due now, its attempts unchanged (Conflict when it does not wait)."""
+        return await self.call(calls.run_job_now(job_id))
+
     async def list_dead_letters(self, limit: int | None = None, cursor: str | None = None) -> JobPageView:
         """Returns one page of dead jobs, newest first."""
         return await self.call(calls.list_dead_letters(limit, cursor))

@@ -192,6 +192,11 @@ def replay_job(job_id: str) -> Call[JobView]:
     return Call("POST", f"/v1/jobs/{_id(job_id)}/replay", JobView)
 
 
+def run_job_now(job_id: str) -> Call[JobView]:
+    """POST /v1/jobs/{id}/run-now (a repeat after a lost reply moves it again, still delivered once)."""
+    return Call("POST", f"/v1/jobs/{_id(job_id)}/run-now", JobView)
+
+
 def list_dead_letters(limit: int | None = None, cursor: str | None = None) -> Call[JobPageView]:
     """GET /v1/dead-letters."""
     return Call("GET", "/v1/dead-letters", JobPageView, params=_page(limit, cursor))

@@ -130,6 +130,10 @@ class Client:
         """Schedules a dead job again, due now."""
         return self.call(calls.replay_job(job_id))
 
+    def run_job_now(self, job_id: str) -> JobView:
+        """Makes a waiting job due now, its attempts unchanged (Conflict when it does not wait)."""
+        return self.call(calls.run_job_now(job_id))
+
     # --- dead letters -------------------------------------------------------------------------------
 
     def list_dead_letters(self, limit: int | None = None, cursor: str | None = None) -> JobPageView:

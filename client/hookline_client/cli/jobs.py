@@ -83,6 +83,7 @@ def _add_jobs(commands: Any, common: argparse.ArgumentParser) -> None:
         ("get", _get, "show one job"),
         ("cancel", _cancel, "cancel a job that has not started"),
         ("replay", _replay, "schedule a dead job again, now"),
+        ("run-now", _run_now, "make a waiting job due now, its attempts unchanged"),
         ("attempts", _attempts, "a job's attempts: status, latency, error, response"),
     ):
         action = actions.add_parser(name, parents=[common], help=text)
@@ -282,6 +283,12 @@ def _cancel(client: Client, args: argparse.Namespace) -> int:
 def _replay(client: Client, args: argparse.Namespace) -> int:
     job = client.replay_job(args.job_id)
     _show(args, job, f"replayed {job.id}: {job.status}, due now")
+    return 0
+
+
+def _run_now(client: Client, args: argparse.Namespace) -> int:
+    job = client.run_job_now(args.job_id)
+    _show(args, job, f"{job.id}: {job.status}, due now (attempt {job.attempt} so far)")
     return 0
 
 

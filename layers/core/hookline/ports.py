@@ -125,6 +125,11 @@ class JobAdminStore(Protocol):
         """Reschedules a dead job or raises NotFound or StaleState."""
         ...
 
+    def run_now(self, tenant: str, job_id: str, generation: int, shard: int, now_ms: int) -> Job:
+        """Makes a job scheduled in generation due now in the next one (attempts unchanged), or raises
+        NotFound or StaleState."""
+        ...
+
 
 class ScheduleStore(Protocol):
     """Schedules and their instances, as the promoter and the reaper use them (DynamoDB)."""

@@ -77,6 +77,12 @@ class IdempotencyConflict(Conflict):
     code = "idempotency_key_reused"
 
 
+class NotWaiting(Conflict):
+    """The job is not waiting (scheduled): it runs, or has ended, so it cannot be moved to now."""
+
+    code = "job_not_waiting"
+
+
 class SigningSecretChanged(Conflict):
     """Another rotation replaced the tenant's signing secret between this one's read and its write."""
 

@@ -307,6 +307,7 @@ async function showJob(id) {
       el("td", { class: "mono" }, (a.response_preview || "").slice(0, 200)))) : el("tr", {}, el("td", { colspan: 7, class: "empty" }, "No attempt yet"))));
   const actions = el("div", { class: "toolbar" },
     el("h1", {}, `Job ${job.id}`),
+    job.status === "scheduled" ? el("button", { id: "job-run-now", onclick: () => guarded(() => jobAction("POST", `/v1/jobs/${id}/run-now`, `Job ${id} is due now`)) }, "Run now") : null,
     job.status === "scheduled" ? el("button", { class: "danger", id: "job-cancel", onclick: () => guarded(() => jobAction("DELETE", `/v1/jobs/${id}`, `Cancelled job ${id}`)) }, "Cancel") : null,
     job.status === "dead" ? el("button", { id: "job-replay", onclick: () => guarded(() => jobAction("POST", `/v1/jobs/${id}/replay`, `Replayed job ${id}: scheduled to run now`)) }, "Replay") : null,
     el("button", { class: "secondary", onclick: () => { $("job-detail").hidden = true; } }, "Close"));

@@ -1,15 +1,23 @@
-"""The dashboard's signing-secret page in headless Chromium: a two-click rotation shows the secret once."""
+"""The dashboard in headless Chromium: the signing-secret page (a two-click rotation shows the secret once)
+and a waiting job's Run now."""
 
 from __future__ import annotations
 
 import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from hookline.domain.keys import SigningSecrets
 from hookline.usecases.auth import ALL_SCOPES, SECRETS_SCOPE
 from tests.integration.api.conftest import TENANT, Api, make_key
-from tests.integration.api.test_dashboard_browser import chrome, sign_in, wait  # noqa: F401 - chrome: a fixture
+from tests.integration.api.test_dashboard_browser import (  # noqa: F401 - chrome: a fixture
+    WAIT_S,
+    chrome,
+    sign_in,
+    texts,
+    wait,
+)
 from tests.support.browser import screenshot
 
 pytestmark = pytest.mark.integration
@@ -63,3 +71,23 @@ def test_given_a_key_without_the_scope_when_rotating_then_the_403_shows_and_noth
 
     assert "403 forbidden" in error
     assert api.container.keys.get_signing_secrets(TENANT) == SigningSecrets(OLD)
+
+
+def test_given_a_waiting_job_when_run_now_from_its_detail_then_it_is_due_now_in_a_new_generation(
+    api: Api,
+    served: str,
+    chrome: webdriver.Chrome,  # noqa: F811 - the imported fixture
+) -> None:
+    job = api.submit(delay_s=3600)
+    sign_in(chrome, served, str(api.acme.api_key))
+    wait(chrome, "#metric-dead")
+
+    chrome.get(f"{served}/dashboard#jobs")
+    wait(chrome, f'tr[data-job-id="{job.job_id}"]').click()
+    wait(chrome, "#job-run-now").click()
+    WebDriverWait(chrome, WAIT_S).until(lambda c: "due now" in texts(c, "#notice")[0])
+    screenshot(chrome, "job-run-now")
+
+    moved = api.container.jobs.get(TENANT, job.job_id)
+    assert (moved.generation, moved.attempt) == (job.generation + 1, 0)
+    assert moved.due_ms < job.due_ms
