@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hookline.domain.errors import NotFound, NotWaiting
+from hookline.domain.errors import NotFound, NotWaiting, StaleState
 from hookline.domain.models import JobStatus
 from hookline.usecases.execute import Disposition
 from tests.fakes.callbacks import response
@@ -71,3 +71,47 @@ def test_given_a_job_not_waiting_when_run_now_then_not_waiting_or_not_found_and_
         world.manager().run_now("someone-else", dead.job_id)
     assert (refused.value.http_status, refused.value.code) == (409, "job_not_waiting")
     assert world.job(dead).status is JobStatus.DEAD
+
+
+def test_given_an_executor_claims_it_between_the_read_and_the_write_then_not_waiting_and_delivered_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = world.submit()  # due now: queued on the ready stream
+    manager = world.manager()
+    read = world.store.get
+
+    def read_then_deliver(tenant: str, job_id: str) -> object:
+        found = read(tenant, job_id)
+        monkeypatch.setattr(world.store, "get", read)
+        assert world.drain() == [Disposition.SUCCEEDED]  # the queued entry is claimed and delivered now
+        return found
+
+    monkeypatch.setattr(world.store, "get", read_then_deliver)
+
+    with pytest.raises(NotWaiting):
+        manager.run_now(TENANT, job.job_id)
+    assert (world.job(job).status, world.job(job).generation) == (JobStatus.SUCCEEDED, 1)
+    assert world.drain() == []
+    assert len(world.callbacks.requests) == 1
+
+
+def test_given_another_run_now_between_the_read_and_the_write_then_stale_state_and_one_generation_on(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = world.submit(delay_s=30)
+    manager = world.manager()
+    read = world.store.get
+
+    def read_then_move(tenant: str, job_id: str) -> object:
+        found = read(tenant, job_id)
+        monkeypatch.setattr(world.store, "get", read)
+        world.manager().run_now(tenant, job_id)  # the other call wins the race
+        return found
+
+    monkeypatch.setattr(world.store, "get", read_then_move)
+
+    with pytest.raises(StaleState):
+        manager.run_now(TENANT, job.job_id)
+    assert world.job(job).generation == 2
+    assert world.drain() == [Disposition.SUCCEEDED]
+    assert len(world.callbacks.requests) == 1
