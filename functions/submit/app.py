@@ -18,6 +18,7 @@ from hookline.api import (
     jobs,
     payload,
     schedules,
+    signing_secret,
     stats,
 )
 from hookline.plumbing.bootstrap import start_function
@@ -36,6 +37,7 @@ app.include_router(schedules.router)
 app.include_router(stats.router)
 app.include_router(dashboard.router)
 app.include_router(health.router)
+app.include_router(signing_secret.router)
 health.enable_docs(app)
 errors.register(app)
 # The imports and the wiring live as long as the process: no collection rescans them (plumbing/heap.py).

@@ -221,6 +221,16 @@ def test_given_replay_reply_lost_then_replayed_once_not_conflict(dynamo_backend:
         dynamo_backend.jobs.replay(job.tenant, job.job_id, job.shard, NOW + 10)
 
 
+def test_given_run_now_reply_lost_then_moved_once_not_conflict(dynamo_backend: DynamoBackend) -> None:
+    job = stored(dynamo_backend)
+    dynamo_backend.replies.lose("update_item")
+
+    moved = dynamo_backend.jobs.run_now(job.tenant, job.job_id, job.generation, job.shard, NOW + 9)
+
+    assert (moved.generation, moved.due_ms) == (job.generation + 1, NOW + 9)  # one generation, not two
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == moved
+
+
 def test_given_job_already_dead_for_the_reason_when_marked_dead_again_then_done_not_stale(
     dynamo_backend: DynamoBackend,
 ) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hookline.adapters.dynamo import codec, paging, tables
-from hookline.adapters.dynamo.transactions import CONDITION_FAILED, TRANSIENT_ERROR_CODES, Transactions
+from hookline.adapters.dynamo.errors import TRANSIENT_ERROR_CODES
+from hookline.adapters.dynamo.transactions import CONDITION_FAILED, Transactions
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.errors import DependencyDown, IdempotencyConflict, NotFound, NotYet, StaleState
@@ -37,6 +38,10 @@ DEAD_LETTERABLE = (
 CANCELLABLE = "#status = :scheduled"
 # Only a dead job is replayed: a live one would then run twice, a succeeded one again.
 REPLAYABLE = "#status = :dead"
+# Only a waiting job is moved to now (also one already queued, not yet claimed): a running one holds a lease.
+# Fenced on the generation the caller read: the write leaves the status as it was, so without the fence a
+# repeat of an applied write (its reply lost) would pass again and move the job a second generation on.
+RUNNABLE_NOW = "#status = :scheduled AND #generation = :generation"
 
 # Every conditional write that changes a job (create, claim, finish, cancel, replay) stamps it with a token
 # made for that call, and an idempotency marker carries its create's. The clients send a write again when
@@ -740,6 +745,34 @@ class DynamoJobStore:
                 ":shard": self._keyspace.live_pk(shard, job_id),
             },
             rule="only a dead job can be replayed",
+        )
+
+    def run_now(self, tenant: str, job_id: str, generation: int, shard: int, now_ms: int) -> Job:
+        """Makes a job waiting in generation due now in the next one, attempt counter and budget unchanged.
+
+        The new generation fences the job's earlier index entry (due or already queued): its claim no longer
+        matches (CLAIMABLE), so it is dropped as stale and only the new generation's entry can deliver.
+        The caller passes the job's shard (fixed at creation): its live index partition is shard and bucket.
+        Raises NotFound for an unknown (or another tenant's) job and StaleState when it is not waiting in
+        that generation; a repeat of this call's applied first try returns the job that try left.
+        """
+        update = (
+            "SET #generation = #generation + :one, #due = :now_ms, #live_pk = :shard, #live_sk = :now_ms, "
+            "#updated = :now_ms, #change_token = :token"
+        )
+        return self._transition(
+            tenant,
+            job_id,
+            update,
+            RUNNABLE_NOW,
+            {
+                ":scheduled": JobStatus.SCHEDULED.value,
+                ":generation": generation,
+                ":one": 1,
+                ":now_ms": now_ms,
+                ":shard": self._keyspace.live_pk(shard, job_id),
+            },
+            rule=f"only a job scheduled in generation {generation} can be run now",
         )
 
     def check(self) -> None:
