@@ -22,6 +22,7 @@ TransactionCancellations and LostReplies. The adapter's retries between cancella
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -310,6 +311,21 @@ class KeyStore(KeyReader, ShardCountRecord, JobBucketRecord, Protocol):
         ...
 
 
+# Shards handed out in this session; the contract tables are the session's own, so no other run shares them.
+_UNUSED_SHARDS = itertools.count(1_000)
+
+
+def unused_shards(count: int = 1) -> list[int]:
+    """Returns `count` consecutive shards no other test of the session was given.
+
+    Drawn from a counter, never at random: two tests on one shard would see each other's live jobs.
+    """
+    first = next(_UNUSED_SHARDS)
+    for _ in range(count - 1):
+        next(_UNUSED_SHARDS)
+    return list(range(first, first + count))
+
+
 @dataclass
 class DynamoBackend:
     """The stores of one jobs table (fake or moto), and a tenant and a shard no other test uses."""
@@ -356,7 +372,7 @@ DYNAMO_BACKENDS = [*BACKENDS, pytest.param("json-client", marks=pytest.mark.inte
 def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
     """Yields the fake stores, then the DynamoDB adapters on moto, for a fresh tenant and shard."""
     tenant = f"t{uuid.uuid4().hex[:10]}"
-    shard = uuid.uuid4().int % 1_000_000 + 1_000
+    (shard,) = unused_shards()
     if request.param == "fake":
         tables = JobsTables()
         jobs = FakeJobStore(tables, lease_ms=LEASE_MS)
