@@ -47,7 +47,7 @@ from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.domain.delivery import Finish
 from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
 from hookline.plumbing.settings import Settings
-from hookline.plumbing.wiring import aws_session, dynamodb_client, lean_client
+from hookline.plumbing.wiring import aws_session, dynamodb_client, dynamodb_json_client
 from tests.support.aws import make_tables, use_fake_credentials
 from tests.support.jobs import scheduled_job
 from tests.support.redis_server import free_port
@@ -153,7 +153,7 @@ def measure(jobs: int, endpoint: str, name: str, daemon: DaemonStub | None = Non
     settings = Settings.from_env({"HOOKLINE_AWS_ENDPOINT": endpoint})
     client = dynamodb_client(settings)
     if name != "boto3":
-        lean = lean_client(client)
+        lean = dynamodb_json_client(client)
         if name == "lean_sigv4auth":
             lean._signer = BotocoreSigner(aws_session().get_credentials(), settings.aws_region)  # type: ignore[assignment]
         client = lean

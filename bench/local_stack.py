@@ -23,8 +23,11 @@ hand-wired measures `hookline dev --hand-wired` (functions in-process, moto). St
 starting the command to its banner (the API warm; for the deployed stack the layer's dependencies are
 cached from an earlier run).
 
+--start-up-only measures start-up and the warm-up alone: the time to the banner, then --clients concurrent
+first requests.
+
 Usage: .venv/bin/python bench/local_stack.py [--stack deployed|hand-wired] [--jobs 500] [--clients 8]
-       [--pace-per-s 40] [--cap-s 60]
+       [--pace-per-s 40] [--cap-s 60] [--start-up-only]
 """
 
 from __future__ import annotations
@@ -401,6 +404,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--pace-per-s", type=float, default=40.0)
     parser.add_argument("--cap-s", type=float, default=60.0, help="longest wait for a phase's callbacks")
+    parser.add_argument(
+        "--start-up-only", action="store_true", help="start-up and the concurrent first requests only"
+    )
     args = parser.parse_args(argv)
     receiver = Arrivals()
     receiver.thread.start()
@@ -409,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             print(f"local stack at {stack.api_url}; {args.jobs} jobs per phase; {os.cpu_count()} CPUs")
             warm_up(stack, args.clients)
+            if args.start_up_only:
+                return 0
             burst(stack, receiver, args.jobs, args.clients, args.cap_s)
             paced(stack, receiver, args.jobs, args.pace_per_s, args.clients, args.cap_s)
             if args.stack == "hand-wired":

@@ -25,6 +25,7 @@ from hookline_client.schemas import (
     ScheduleJobsView,
     SchedulePageView,
     ScheduleView,
+    SigningSecretRotationView,
     StatsView,
 )
 from hookline_client.sync import DEFAULT_TIMEOUT_S, MAX_REPLAY_BATCHES
@@ -124,6 +125,10 @@ class AsyncClient:
     async def replay_job(self, job_id: str) -> JobView:
         """Schedules a dead job again, due now."""
         return await self.call(calls.replay_job(job_id))
+
+    async def run_job_now(self, job_id: str) -> JobView:
+        """Makes a waiting job due now, its attempts unchanged (Conflict when it does not wait)."""
+        return await self.call(calls.run_job_now(job_id))
 
     async def list_dead_letters(self, limit: int | None = None, cursor: str | None = None) -> JobPageView:
         """Returns one page of dead jobs, newest first."""
@@ -228,6 +233,11 @@ class AsyncClient:
     async def get_stats(self) -> StatsView:
         """Returns the tenant's statistics for the last hour."""
         return await self.call(calls.get_stats())
+
+    async def rotate_signing_secret(self, overlap_s: int | None = None) -> SigningSecretRotationView:
+        """Rotates the tenant's signing secret (the key needs secrets:write); the answer holds the new secret,
+        shown once. The replaced secret signs too for overlap_s (a day when None; 0: it stops at once)."""
+        return await self.call(calls.rotate_signing_secret(overlap_s))
 
     async def health(self) -> HealthView:
         """Returns the API's health."""

@@ -31,6 +31,7 @@ from hookline_client.schemas import (
     ScheduleJobsView,
     SchedulePageView,
     ScheduleView,
+    SigningSecretRotationView,
     StatsView,
 )
 
@@ -194,6 +195,11 @@ def replay_job(job_id: str) -> Call[JobView]:
     return Call("POST", f"/v1/jobs/{_id(job_id)}/replay", JobView)
 
 
+def run_job_now(job_id: str) -> Call[JobView]:
+    """POST /v1/jobs/{id}/run-now (a repeat after a lost reply moves it again, still delivered once)."""
+    return Call("POST", f"/v1/jobs/{_id(job_id)}/run-now", JobView)
+
+
 def list_dead_letters(limit: int | None = None, cursor: str | None = None) -> Call[JobPageView]:
     """GET /v1/dead-letters."""
     return Call("GET", "/v1/dead-letters", JobPageView, params=_page(limit, cursor))
@@ -272,6 +278,15 @@ def resume_queue(name: str) -> Call[QueueView]:
 def get_stats() -> Call[StatsView]:
     """GET /v1/stats."""
     return Call("GET", "/v1/stats", StatsView)
+
+
+def rotate_signing_secret(overlap_s: int | None = None) -> Call[SigningSecretRotationView]:
+    """POST /v1/signing-secret/rotate (never retried after a 503: a second rotation would end the first's
+    overlap, and the secret it returned would be lost)."""
+    body = {} if overlap_s is None else {"overlap_s": overlap_s}
+    return Call(
+        "POST", "/v1/signing-secret/rotate", SigningSecretRotationView, body=body, retry_unavailable=False
+    )
 
 
 def health() -> Call[HealthView]:

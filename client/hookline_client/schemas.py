@@ -242,3 +242,30 @@ class StatsView(BaseModel):
     success_rate: float | None = Field(description="Over the last hour; null when no attempt finished.")
     fire_lag_ms_avg: float | None = Field(description="Over the last hour; null when nothing was dispatched.")
     minutes: list[MinuteView] = Field(description="One entry per minute, oldest first, the current last.")
+
+
+# A rotation's overlap: how long the replaced signing secret signs too. A day by default, at most a week.
+DEFAULT_ROTATION_OVERLAP_S = 24 * 3600
+MAX_ROTATION_OVERLAP_S = 7 * 24 * 3600
+
+
+class SigningSecretRotationRequest(BaseModel):
+    """How long the secret being replaced keeps signing too (0: it stops at once, as for a leaked secret)."""
+
+    model_config = ConfigDict(extra="forbid")
+    overlap_s: int = Field(
+        default=DEFAULT_ROTATION_OVERLAP_S,
+        ge=0,
+        le=MAX_ROTATION_OVERLAP_S,
+        strict=True,
+        description="Seconds the replaced secret signs too, 0 to 604800 (a week); a day when left out.",
+    )
+
+
+class SigningSecretRotationView(BaseModel):
+    """The tenant's new signing secret, shown this once, and until when the replaced one signs too."""
+
+    secret: str = Field(description="The new `whsec_` secret: store it now, it is never shown again.")
+    previous_signs_until: str | None = Field(
+        description="Until then callbacks carry a signature with the replaced secret too; null: they do not."
+    )

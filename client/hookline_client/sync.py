@@ -25,6 +25,7 @@ from hookline_client.schemas import (
     ScheduleJobsView,
     SchedulePageView,
     ScheduleView,
+    SigningSecretRotationView,
     StatsView,
 )
 
@@ -131,6 +132,10 @@ class Client:
         """Schedules a dead job again, due now."""
         return self.call(calls.replay_job(job_id))
 
+    def run_job_now(self, job_id: str) -> JobView:
+        """Makes a waiting job due now, its attempts unchanged (Conflict when it does not wait)."""
+        return self.call(calls.run_job_now(job_id))
+
     # --- dead letters -------------------------------------------------------------------------------
 
     def list_dead_letters(self, limit: int | None = None, cursor: str | None = None) -> JobPageView:
@@ -232,6 +237,11 @@ class Client:
     def get_stats(self) -> StatsView:
         """Returns the tenant's statistics for the last hour."""
         return self.call(calls.get_stats())
+
+    def rotate_signing_secret(self, overlap_s: int | None = None) -> SigningSecretRotationView:
+        """Rotates the tenant's signing secret (the key needs secrets:write); the answer holds the new secret,
+        shown once. The replaced secret signs too for overlap_s (a day when None; 0: it stops at once)."""
+        return self.call(calls.rotate_signing_secret(overlap_s))
 
     def health(self) -> HealthView:
         """Returns the API's health (raises Unavailable naming the dependency that is down)."""

@@ -18,7 +18,7 @@ from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[2]
 METHOD_ORDER = ("get", "post", "put", "patch", "delete")
-TAG_ORDER = ("jobs", "dead letters", "schedules", "stats", "health")
+TAG_ORDER = ("jobs", "dead letters", "schedules", "stats", "signing secret", "health")
 
 
 def openapi_json() -> str:

@@ -3,22 +3,14 @@ nothing to do for HOOKLINE_EXECUTOR_IDLE_MS (the promoter starts another when wo
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hookline.adapters.metrics import PowertoolsMetrics
 from hookline.domain import constants
+from hookline.plumbing.bootstrap import start_function
 from hookline.plumbing.heap import freeze_start_up_heap
 from hookline.plumbing.invocation import deadline_ms
-from hookline.plumbing.settings import Settings
-from hookline.plumbing.tracing import TRACED_MODULES
-from hookline.plumbing.wiring import Container
 
-logger = Logger()
-tracer = Tracer(patch_modules=TRACED_MODULES)
-metrics = Metrics()
-sink = PowertoolsMetrics(metrics)
-container = Container(Settings.from_env(), metrics=sink)
+logger, tracer, sink, container = start_function()
 # Stop taking work early enough for the longest callback, and the recording of its outcome, to finish before
 # the invocation ends.
 RESERVE_MS = int((constants.MAX_TIMEOUT_S + constants.ATTEMPT_WRAP_UP_S) * 1000)

@@ -7,21 +7,13 @@ runs, more while the streams back up (hookline.usecases.scale).
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hookline.adapters.metrics import PowertoolsMetrics
+from hookline.plumbing.bootstrap import start_function
 from hookline.plumbing.heap import freeze_start_up_heap
 from hookline.plumbing.invocation import deadline_ms
-from hookline.plumbing.settings import Settings
-from hookline.plumbing.tracing import TRACED_MODULES
-from hookline.plumbing.wiring import Container
 
-logger = Logger()
-tracer = Tracer(patch_modules=TRACED_MODULES)
-metrics = Metrics()
-sink = PowertoolsMetrics(metrics)
-container = Container(Settings.from_env(), metrics=sink)
+logger, tracer, sink, container = start_function()
 # The imports and the wiring live as long as the process: no collection rescans them (plumbing/heap.py).
 freeze_start_up_heap()
 

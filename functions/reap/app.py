@@ -3,22 +3,15 @@
 from dataclasses import asdict
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hookline.adapters.metrics import PowertoolsMetrics
 from hookline.domain import constants
+from hookline.plumbing.bootstrap import start_function
 from hookline.plumbing.heap import freeze_start_up_heap
 from hookline.plumbing.invocation import deadline_ms
-from hookline.plumbing.settings import Settings
-from hookline.plumbing.tracing import TRACED_MODULES
-from hookline.plumbing.wiring import REAPER_DYNAMODB_CALL_MS, Container
+from hookline.plumbing.wiring import REAPER_DYNAMODB_CALL_MS
 
-logger = Logger()
-tracer = Tracer(patch_modules=TRACED_MODULES)
-metrics = Metrics()
-sink = PowertoolsMetrics(metrics)
-container = Container(Settings.from_env(), metrics=sink)
+logger, tracer, sink, container = start_function()
 # The run stops taking work this long before the invocation ends: room for one DynamoDB call started just
 # before (bounded by the reaper's client, wiring.py) and for the handler's own return.
 RESERVE_MS = constants.INVOCATION_SAFETY_MARGIN_MS + REAPER_DYNAMODB_CALL_MS

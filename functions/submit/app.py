@@ -4,12 +4,10 @@ v1) or, with ApiKind=Http, an HTTP API (payload format 2.0, answered in its own 
 import warnings
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from hookline.adapters.metrics import PowertoolsMetrics
 from hookline.api import (
     context,
     dashboard,
@@ -21,22 +19,18 @@ from hookline.api import (
     payload,
     queues,
     schedules,
+    signing_secret,
     stats,
 )
+from hookline.plumbing.bootstrap import start_function
 from hookline.plumbing.heap import freeze_start_up_heap
-from hookline.plumbing.settings import Settings
-from hookline.plumbing.tracing import TRACED_MODULES
-from hookline.plumbing.wiring import Container
 
 # A read request publishes no metric; Powertools would warn about that on every such invocation.
 NO_METRICS_WARNING = "No application metrics to publish"
 warnings.filterwarnings("ignore", message=NO_METRICS_WARNING)
 
-logger = Logger()
-tracer = Tracer(patch_modules=TRACED_MODULES)
-metrics = Metrics()
-sink = PowertoolsMetrics(metrics)
-context.use(Container(Settings.from_env(), metrics=sink))
+logger, tracer, sink, container = start_function()
+context.use(container)
 app = APIGatewayRestResolver(enable_validation=True)
 app.include_router(jobs.router)
 app.include_router(dead_letters.router)
@@ -45,6 +39,7 @@ app.include_router(queues.router)
 app.include_router(stats.router)
 app.include_router(dashboard.router)
 app.include_router(health.router)
+app.include_router(signing_secret.router)
 health.enable_docs(app)
 errors.register(app)
 # The imports and the wiring live as long as the process: no collection rescans them (plumbing/heap.py).

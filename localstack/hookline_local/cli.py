@@ -14,10 +14,11 @@ from types import FrameType
 from typing import Any, Protocol
 
 from hookline_local.deploy import DeployError
-from hookline_local.deployed import DeployedOptions, DeployedStack
+from hookline_local.deployed import DEFAULT_WARM_API_WORKERS, DeployedOptions, DeployedStack
+from hookline_local.development import DEV_TENANT
 from hookline_local.services import ServiceError
 from hookline_local.sink import SINK_PATH
-from hookline_local.stack import DEV_TENANT, LocalStack, StackOptions
+from hookline_local.stack import LocalStack, StackOptions
 
 # Once asked to stop, `hookline dev` exits within this long (stop_within); tests/e2e waits this plus slack.
 STOP_BUDGET_S = 10.0
@@ -83,6 +84,13 @@ def add_dev_commands(commands: Any) -> None:
         default=defaults.api_sandboxes,
         help="worker processes serving API requests, one request each at a time (Lambda sandboxes)",
     )
+    dev.add_argument(
+        "--warm-api-workers",
+        type=int,
+        default=int(env.get("HOOKLINE_DEV_WARM_API_WORKERS", DEFAULT_WARM_API_WORKERS)),
+        help="API function workers the deployed stack starts before it is ready, so that many concurrent "
+        "first requests meet no cold start (HOOKLINE_DEV_WARM_API_WORKERS)",
+    )
     dev.set_defaults(run=_run)
 
 
@@ -119,6 +127,7 @@ def _run(args: argparse.Namespace) -> int:
                 state_dir=args.state_dir.resolve(),
                 allow_loopback=not args.refuse_loopback,
                 parameters=dict(_parameter(text) for text in args.parameter),
+                warm_api_workers=args.warm_api_workers,
             ),
             report=report,
         )

@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,15 +26,18 @@ from hookline.domain.clock import SystemClock
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline_local import services
 from hookline_local.deploy import Deployed, DeployError, DeployOptions, aws_client, first_tick, read_deployed
+from hookline_local.development import DEV_TENANT, REGION, development_key, write_env_file
 from hookline_local.emulator import discard_scratch, emulator_python, python_version, start_emulator
 from hookline_local.forwarder import Forwarder
 from hookline_local.gateway import GatewayServer
 from hookline_local.sink import SINK_PATH, RequestBin
-from hookline_local.stack import DEV_TENANT, REGION, _development_key, write_env_file
 from hookline_local.template import find_template, gateway_responses, load_template
 
 STACK_NAME = "hookline"
 WARM_TIMEOUT_S = 120.0
+# API workers started during deployment: the emulator runs one Lambda worker process per concurrent
+# request, so this many concurrent first requests find a warm worker each instead of a cold start.
+DEFAULT_WARM_API_WORKERS = 10
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class DeployedOptions:
         allow_loopback: The template's AllowLoopback: callbacks to 127.0.0.1 (the request bin) allowed.
         install_redis: Whether a missing redis-server may be installed.
         parameters: More template parameters (they win over the stack's own).
+        warm_api_workers: API function workers started before the banner (at least 1).
     """
 
     port: int = 3000
@@ -59,6 +64,7 @@ class DeployedOptions:
     allow_loopback: bool = True
     install_redis: bool = True
     parameters: Mapping[str, str] = field(default_factory=dict)
+    warm_api_workers: int = DEFAULT_WARM_API_WORKERS
 
 
 class DeployedStack:
@@ -135,7 +141,7 @@ class DeployedStack:
         )
         self._dynamodb = aws_client("dynamodb", endpoint, REGION)
         keys = DynamoKeyStore(self._dynamodb, deployed.outputs["ApiKeysTableName"])
-        self.api_key, self.signing_secret = _development_key(keys)
+        self.api_key, self.signing_secret = development_key(keys)
         secrets = SigningSecretProvider(keys, SystemClock())
         sink = RequestBin(lambda: secrets.secrets_for(DEV_TENANT))
         self._forwarder = Forwarder(deployed.api_url, {SINK_PATH: sink.serve})
@@ -147,7 +153,7 @@ class DeployedStack:
         # the API answers, by when the promoter and executor have (nearly) finished their cold starts
         # too (each unpacks the layer and imports it: seconds, tens of seconds on a loaded machine).
         first_tick(endpoint, REGION, load_template(find_template()), deployed.functions)
-        warm_api(self.api_url)
+        warm_api(self.api_url, options.warm_api_workers)
         self.environment = cli_environment(deployed, endpoint, redis_url)
         self._write_env_file()
         self.started_in_s = time.monotonic() - started
@@ -248,23 +254,36 @@ def run_ready_hook(options: DeployOptions, output: Path, report: Callable[[str],
     return read_deployed(output)
 
 
-def warm_api(api_url: str) -> None:
-    """Sends GET /healthz until it answers 200, so the first user request finds the API function warm.
+def warm_api(api_url: str, workers: int = 1) -> None:
+    """Sends `workers` concurrent GET /healthz, each until it answers 200, so that many concurrent first
+    requests find the API function warm.
 
-    The first invocation unpacks the layer and imports the function (several seconds while the
-    scheduled functions start too); a user's first curl should not pay for it.
+    Each cold worker unpacks the layer and imports the function before it answers; requests sent together
+    all meet cold workers, so the emulator starts one worker per request. It stops a surplus worker after
+    it sat idle for its LAMBDA_WARM_TTL_SECONDS; the first worker stays.
+
+    Raises:
+        DeployError: A request had no 200 within WARM_TIMEOUT_S.
     """
     deadline = time.monotonic() + WARM_TIMEOUT_S
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        answered = list(pool.map(lambda _: _healthy_by(api_url, deadline), range(max(1, workers))))
+    if not all(answered):
+        raise DeployError(f"the deployed API did not answer GET /healthz within {WARM_TIMEOUT_S:.0f} s")
+
+
+def _healthy_by(api_url: str, deadline: float) -> bool:
+    """Sends GET /healthz until it answers 200 (True) or the monotonic deadline passes (False)."""
     while time.monotonic() < deadline:
         # A cold start slower than API Gateway's 29 s answers 504 (or times out); the worker is warm
         # for the next attempt.
         try:
             with urllib.request.urlopen(f"{api_url}/healthz", timeout=WARM_TIMEOUT_S) as answer:
                 if answer.status == 200:
-                    return
+                    return True
         except OSError:
             time.sleep(0.5)
-    raise DeployError(f"the deployed API did not answer GET /healthz within {WARM_TIMEOUT_S:.0f} s")
+    return False
 
 
 # The fan-out ceiling of a local deployment (the template's default, 100, is sized for AWS).

@@ -8,23 +8,20 @@ from __future__ import annotations
 
 import logging
 import os
-import shlex
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.domain.clock import SystemClock
-from hookline.domain.keys import SigningSecrets
-from hookline.domain.signing import new_signing_secret
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container, dynamodb_client
-from hookline.usecases.auth import mint_key
 from hookline.usecases.signing_secrets import SigningSecretProvider
 from hookline_local import services
+from hookline_local.development import DEV_TENANT, REGION, development_key, write_env_file
 from hookline_local.gateway import ApiRoute, Gateway, GatewayServer
 from hookline_local.runtime import FunctionSpec, SandboxPool, function_spec, load_function
 from hookline_local.scheduler import Scheduler, Timer
@@ -42,9 +39,7 @@ from hookline_local.template import (
     table_names,
 )
 
-DEV_TENANT = "dev"
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-REGION = "us-east-1"
 
 
 @dataclass(frozen=True)
@@ -141,7 +136,7 @@ class LocalStack:
         self._dynamodb = dynamodb = dynamodb_client(settings, max_connections=4)
         create_tables(dynamodb, template, table_names(settings))
         keys = DynamoKeyStore(dynamodb, settings.api_keys_table)
-        self.api_key, self.signing_secret = _development_key(keys)
+        self.api_key, self.signing_secret = development_key(keys)
         self._secrets = SigningSecretProvider(keys, SystemClock())
         # Powertools warns on every invocation that records no metric; locally that is most of them.
         warnings.filterwarnings("ignore", message="No application metrics to publish")
@@ -293,30 +288,3 @@ def execute_function_id(template: dict[str, Any]) -> str:
         ):
             return str(function_id)
     raise KeyError("no function's FunctionName equals HOOKLINE_EXECUTE_FUNCTION in template.yaml")
-
-
-def _development_key(store: DynamoKeyStore) -> tuple[str, str]:
-    """Creates an API key for the development tenant; returns it and the tenant's signing secret."""
-    now_ms = SystemClock().now_ms()
-    record, api_key = mint_key(DEV_TENANT, now_ms)
-    store.put_key(record)
-    store.put_signing_secrets(DEV_TENANT, SigningSecrets(new_signing_secret()), now_ms, only_if_missing=True)
-    secrets = store.get_signing_secrets(DEV_TENANT)
-    assert secrets is not None
-    return api_key, secrets.current
-
-
-def write_env_file(
-    path: Path, environment: Mapping[str, str], api_url: str, api_key: str, signing_secret: str
-) -> None:
-    """Writes the stack's environment for the CLI (owner-only: it holds the key and the signing secret)."""
-    lines = [
-        "# Written by `hookline dev`, valid while it runs. Load: set -a; . .hookline/dev.env; set +a",
-        *(f"{name}={shlex.quote(value)}" for name, value in sorted(environment.items())),
-        f"HOOKLINE_API={shlex.quote(api_url)}",
-        f"HOOKLINE_KEY={shlex.quote(api_key)}",
-        f"HOOKLINE_SIGNING_SECRET={shlex.quote(signing_secret)}",
-    ]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch(mode=0o600)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")

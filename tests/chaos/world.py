@@ -372,7 +372,7 @@ class World:
     def jobs(self) -> dict[str, Job]:
         """Returns every job of the tenant as DynamoDB holds it (every bucket of the tenant)."""
         found: dict[str, Job] = {}
-        for pk in tables.Keyspace(self.settings.job_buckets).tenant_pks(TENANT):
+        for pk in (tables.bucket_pk(TENANT, bucket) for bucket in range(self.settings.job_buckets)):
             request: dict[str, Any] = {
                 "TableName": self.settings.jobs_table,
                 "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",

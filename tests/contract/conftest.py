@@ -22,6 +22,7 @@ TransactionCancellations and LostReplies. The adapter's retries between cancella
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -38,10 +39,9 @@ from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
 from hookline.adapters.dynamo.transactions import Transactions
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.index import RedisIndex
-from hookline.domain.clock import FrozenClock
 from hookline.domain.keys import KeyRecord
 from hookline.plumbing.settings import Settings
-from hookline.plumbing.wiring import dynamodb_client, lean_client
+from hookline.plumbing.wiring import dynamodb_client, dynamodb_json_client
 from hookline.ports import (
     CronIndex,
     DueIndex,
@@ -59,6 +59,7 @@ from hookline.ports import (
     ScheduleStore,
     ShardCountRecord,
 )
+from tests.fakes.clock import FrozenClock
 from tests.fakes.index import FakeIndex
 from tests.fakes.jobs import FakeJobStore
 from tests.fakes.keys import FakeKeyStore
@@ -316,6 +317,21 @@ class KeyStore(KeyReader, ShardCountRecord, JobBucketRecord, Protocol):
         ...
 
 
+# Shards handed out in this session; the contract tables are the session's own, so no other run shares them.
+_UNUSED_SHARDS = itertools.count(1_000)
+
+
+def unused_shards(count: int = 1) -> list[int]:
+    """Returns `count` consecutive shards no other test of the session was given.
+
+    Drawn from a counter, never at random: two tests on one shard would see each other's live jobs.
+    """
+    first = next(_UNUSED_SHARDS)
+    for _ in range(count - 1):
+        next(_UNUSED_SHARDS)
+    return list(range(first, first + count))
+
+
 @dataclass
 class DynamoBackend:
     """The stores of one jobs table (fake or moto), and a tenant and a shard no other test uses."""
@@ -355,15 +371,15 @@ def contract_tables(dynamo_proxy: DynamoFaultProxy) -> Iterator[tuple[Settings, 
     client.close()
 
 
-# "lean": the DynamoDB adapters over the JSON client (adapters/dynamo/json_client.py) the engine wires in.
-DYNAMO_BACKENDS = [*BACKENDS, pytest.param("lean", marks=pytest.mark.integration)]
+# "json-client": the DynamoDB adapters over the engine's JSON client (adapters/dynamo/json_client.py).
+DYNAMO_BACKENDS = [*BACKENDS, pytest.param("json-client", marks=pytest.mark.integration)]
 
 
 @pytest.fixture(params=DYNAMO_BACKENDS)
 def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
     """Yields the fake stores, then the DynamoDB adapters on moto, for a fresh tenant and shard."""
     tenant = f"t{uuid.uuid4().hex[:10]}"
-    shard = uuid.uuid4().int % 1_000_000 + 1_000
+    (shard,) = unused_shards()
     if request.param == "fake":
         tables = JobsTables()
         jobs = FakeJobStore(tables, lease_ms=LEASE_MS)
@@ -380,7 +396,7 @@ def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
         return
     settings, client = request.getfixturevalue("contract_tables")
     faults: DynamoFaultProxy = request.getfixturevalue("dynamo_faults")
-    lean = lean_client(client) if request.param == "lean" else None
+    lean = dynamodb_json_client(client) if request.param == "json-client" else None
     client = lean or client
     yield DynamoBackend(
         "real",

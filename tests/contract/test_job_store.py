@@ -528,6 +528,47 @@ def test_given_job_not_dead_when_replayed_then_stale_or_not_found(dynamo_backend
         dynamo_backend.jobs.replay(job.tenant, new_id(NOW), job.shard, NOW)
 
 
+# run now: RUNNABLE_NOW
+
+
+def test_given_a_waiting_job_when_run_now_then_due_now_in_a_new_generation_attempts_unchanged(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    job = claimed(dynamo_backend)
+    dynamo_backend.jobs.finish(
+        job, Finish(JobStatus.SCHEDULED, 503, "status 503", NOW + 3_600_000), [], NOW + 1
+    )
+    waiting = dynamo_backend.jobs.get(job.tenant, job.job_id)
+
+    moved = dynamo_backend.jobs.run_now(job.tenant, job.job_id, waiting.generation, job.shard, NOW + 9)
+
+    want = waiting.with_changes(generation=waiting.generation + 1, due_ms=NOW + 9, updated_ms=NOW + 9)
+    assert moved == want
+    assert (moved.attempt, moved.attempt_base) == (waiting.attempt, waiting.attempt_base) == (1, 0)
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == want
+    assert live_ids(dynamo_backend) == [job.job_id]
+    with pytest.raises(StaleState):  # the earlier generation's entry can no longer claim it
+        dynamo_backend.jobs.claim(waiting.member(), NOW + 10)
+    assert dynamo_backend.jobs.claim(moved.member(), NOW + 10).job.generation == moved.generation
+
+
+def test_given_a_job_not_waiting_when_run_now_then_stale_or_not_found(dynamo_backend: DynamoBackend) -> None:
+    job = claimed(dynamo_backend)
+
+    waiting = stored(dynamo_backend, job_id=new_id(NOW + 1))
+
+    with pytest.raises(StaleState, match="is running"):
+        dynamo_backend.jobs.run_now(job.tenant, job.job_id, job.generation, job.shard, NOW)
+    with pytest.raises(StaleState, match="in generation 2"):  # waiting, but not in the generation read
+        dynamo_backend.jobs.run_now(waiting.tenant, waiting.job_id, 2, waiting.shard, NOW)
+    with pytest.raises(NotFound):
+        dynamo_backend.jobs.run_now(job.tenant, new_id(NOW), 1, job.shard, NOW)
+    with pytest.raises(NotFound):
+        dynamo_backend.jobs.run_now("someone-else", job.job_id, 1, job.shard, NOW)
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == job
+    assert dynamo_backend.jobs.get(waiting.tenant, waiting.job_id) == waiting
+
+
 # reads: list_jobs, executions
 
 

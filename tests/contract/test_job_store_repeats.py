@@ -21,7 +21,7 @@ from hookline.domain.delivery import Claim, Finish
 from hookline.domain.errors import NotYet, StaleState
 from hookline.domain.models import ExecutionOutcome, JobStatus, Member
 from hookline.plumbing.settings import Settings
-from hookline.plumbing.wiring import DynamoBounds, dynamodb_client, lean_client
+from hookline.plumbing.wiring import DynamoBounds, dynamodb_client, dynamodb_json_client
 from tests.contract.conftest import LEASE_MS, DynamoBackend
 from tests.contract.test_job_store import (
     NOW,
@@ -44,7 +44,7 @@ def test_given_one_attempt_when_a_write_reply_is_lost_then_a_connection_error_an
     settings, _ = contract_tables
     bounds = DynamoBounds(max_attempts=1)
     client = dynamodb_client(settings, bounds=bounds)
-    sender = lean_client(client, bounds) if kind == "json" else client
+    sender = dynamodb_json_client(client, bounds) if kind == "json" else client
     item = {tables.JOBS_PK: {"S": f"lost-{uuid.uuid4().hex}"}, tables.JOBS_SK: {"S": "lost"}}
     dynamo_faults.replies.lose("put_item")
     try:
@@ -219,6 +219,16 @@ def test_given_replay_reply_lost_then_replayed_once_not_conflict(dynamo_backend:
     assert dynamo_backend.jobs.get(job.tenant, job.job_id) == replayed
     with pytest.raises(StaleState, match="is scheduled"):
         dynamo_backend.jobs.replay(job.tenant, job.job_id, job.shard, NOW + 10)
+
+
+def test_given_run_now_reply_lost_then_moved_once_not_conflict(dynamo_backend: DynamoBackend) -> None:
+    job = stored(dynamo_backend)
+    dynamo_backend.replies.lose("update_item")
+
+    moved = dynamo_backend.jobs.run_now(job.tenant, job.job_id, job.generation, job.shard, NOW + 9)
+
+    assert (moved.generation, moved.due_ms) == (job.generation + 1, NOW + 9)  # one generation, not two
+    assert dynamo_backend.jobs.get(job.tenant, job.job_id) == moved
 
 
 def test_given_job_already_dead_for_the_reason_when_marked_dead_again_then_done_not_stale(

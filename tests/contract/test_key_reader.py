@@ -56,3 +56,20 @@ def test_given_a_bucket_count_recorded_then_every_later_record_returns_it(
     assert keys.record_buckets(7, NOW + 1) == first
     assert keys.record_buckets(first, NOW + 2) == first
     assert dynamo_backend.name == "real" or first == 5
+
+
+def test_given_secrets_when_replaced_then_only_while_the_current_one_is_the_one_seen(
+    dynamo_backend: DynamoBackend,
+) -> None:
+    tenant, keys = dynamo_backend.tenant, dynamo_backend.keys
+    first = SigningSecrets("whsec_first")
+    rotated = SigningSecrets("whsec_second", "whsec_first", NOW + 5)
+
+    assert keys.replace_signing_secrets(tenant, first, NOW, "whsec_other") is False  # none yet
+    assert keys.get_signing_secrets(tenant) is None
+    assert keys.replace_signing_secrets(tenant, first, NOW, None) is True
+    assert keys.replace_signing_secrets(tenant, rotated, NOW, None) is False  # some exist now
+    assert keys.replace_signing_secrets(tenant, rotated, NOW, "whsec_other") is False
+    assert keys.get_signing_secrets(tenant) == first
+    assert keys.replace_signing_secrets(tenant, rotated, NOW, "whsec_first") is True
+    assert keys.get_signing_secrets(tenant) == rotated

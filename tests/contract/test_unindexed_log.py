@@ -6,7 +6,6 @@ suite shares, so each test uses shards no other test uses.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 from hookline.adapters.dynamo.unindexed import DynamoUnindexedLog
 from hookline.domain.models import Member
 from hookline.ports import UnindexedLog
-from tests.contract.conftest import BACKENDS
+from tests.contract.conftest import BACKENDS, unused_shards
 from tests.fakes.unindexed import FakeUnindexedLog
 
 NOW = 1_767_225_600_000
@@ -36,8 +35,7 @@ def log(request: pytest.FixtureRequest) -> Iterator[UnindexedLog]:
 @pytest.fixture
 def shards() -> list[int]:
     """Returns three shards no other test uses."""
-    base = uuid.uuid4().int % 1_000_000 * 10 + 1_000
-    return [base, base + 1, base + 2]
+    return unused_shards(3)
 
 
 def job(n: int) -> Member:

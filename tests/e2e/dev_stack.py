@@ -49,6 +49,9 @@ class DevStack:
             "HOOKLINE_DEV_DIR": str(state_dir),
             "PYTHONUNBUFFERED": "1",
             "HOOKLINE_DEV_STACK": kind,
+            # One warm API worker, as before warming: more would add their cold starts to every stack's
+            # start-up here, and no test sends concurrent first requests.
+            "HOOKLINE_DEV_WARM_API_WORKERS": "1",
         }
         # The test session's own endpoint and credentials must not leak into the stack.
         env.pop("HOOKLINE_AWS_ENDPOINT", None)

@@ -512,6 +512,30 @@ class FakeJobStore:
 
         return self._send("update_item", replay)
 
+    @port_call
+    def run_now(self, tenant: str, job_id: str, generation: int, shard: int, now_ms: int) -> Job:
+        """RUNNABLE_NOW (scheduled in generation), then due now in the next generation, attempts unchanged."""
+        token = new_write_token()
+
+        def run_now() -> Job:
+            with self.tables.lock:
+                before = self._refusal_or_job(tenant, job_id, JobStatus.SCHEDULED, "run now", token)
+                if self._owns(tenant, job_id, "change", token):
+                    return before
+                if before.generation != generation:
+                    raise StaleState(
+                        f"job {job_id} is scheduled; only a job scheduled in generation {generation} "
+                        "can be run now"
+                    )
+                after = before.with_changes(
+                    generation=before.generation + 1, due_ms=now_ms, updated_ms=now_ms
+                )
+                self._put(after, live_shard=shard)
+                self.tables.stamps[(tenant, job_id, "change")] = Stamp(token)
+                return after
+
+        return self._send("update_item", run_now)
+
     def _refusal_or_job(self, tenant: str, job_id: str, required: JobStatus, verb: str, token: str) -> Job:
         """Returns the stored job when it is in the required status or was stamped by token (the write's
         own first try); NotFound or StaleState otherwise."""

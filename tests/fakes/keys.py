@@ -54,6 +54,18 @@ class FakeKeyStore:
             return True
 
     @port_call
+    def replace_signing_secrets(
+        self, tenant: str, secrets: SigningSecrets, now_ms: int, seen_current: str | None
+    ) -> bool:
+        """Stores the tenant's secrets while its current one is seen_current (None: none); else False."""
+        with self._lock:
+            found = self.secrets.get(tenant)
+            if (found.current if found else None) != seen_current:
+                return False
+            self.secrets[tenant] = secrets
+            return True
+
+    @port_call
     def record_shards(self, shards: int, now_ms: int) -> int:
         """Records shards unless as many or more are recorded; returns the count recorded now."""
         with self._lock:

@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hookline.domain.clock import FrozenClock
 from hookline.ports import Clock
+from tests.fakes.clock import FrozenClock
 from tests.fakes.faults import ScriptError
 
 StreamId = tuple[int, int]

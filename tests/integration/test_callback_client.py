@@ -16,9 +16,9 @@ from standardwebhooks import Webhook
 
 from hookline.adapters.http.client import ERROR_MESSAGE_CHARS, HttpCallbackClient
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
-from hookline.domain.clock import FrozenClock
 from hookline.domain.constants import RESPONSE_BODY_PREVIEW_BYTES
 from hookline.domain.signing import callback_headers, new_signing_secret
+from tests.fakes.clock import FrozenClock
 from tests.support.raw_http import Handler, RawConnection, RawServer, replying
 from tests.support.receiver import Receiver, Reply
 

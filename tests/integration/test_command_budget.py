@@ -14,11 +14,11 @@ from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.cluster import is_cluster
 from hookline.adapters.redis.index import RedisIndex
 from hookline.adapters.redis.stats import RedisStats
-from hookline.domain.clock import FrozenClock
 from hookline.domain.models import JobRequest
 from hookline.domain.stats import BUCKET_MS, BUCKET_TTL_S, Outcome
 from hookline.ports import NullMetrics
 from hookline.usecases.submit import JobSubmitter
+from tests.fakes.clock import FrozenClock
 from tests.fakes.jobs import FakeJobStore
 
 

@@ -15,14 +15,15 @@ import pytest
 
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.index import RedisIndex
+from hookline.domain import constants
 from hookline.domain.callbacks import CallbackRequest, CallbackResult
-from hookline.domain.clock import FrozenClock
 from hookline.domain.errors import NotYet
 from hookline.domain.models import JobRequest, JobStatus, Member
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container, dynamodb_client
 from hookline.usecases.execute import Disposition
-from hookline.usecases.reap import ReapReport
+from hookline.usecases.recover import Recovered, Recoverer
+from tests.fakes.clock import FrozenClock
 from tests.support.dynamo_faults import DynamoFaultProxy, FailingUpdates
 from tests.support.receiver import Receiver, Reply
 from tests.support.stack import running_loops, wait_until
@@ -209,12 +210,23 @@ def test_given_callback_longer_than_lease_and_idle_time_when_recoveries_run_then
     assert callback_s * 1000 >= 1.5 * settings.lease_ms
     receiver.script("/slow", [Reply(200, delay_s=callback_s)])
     job_id = submit(container, receiver, "/slow", timeout_s=10)
-    report = ReapReport()
+    # The reaper's recovery step alone, run far more often than the reaper would run it.
+    recoverer = Recoverer(
+        container.jobs,
+        container.index,
+        container.engine_clock,
+        container.shards,
+        container.metrics,
+        settings.redeliver_after_ms,
+        settings.max_deliveries,
+        readd_grace_ms=constants.READD_GRACE_MS,
+    )
+    recovered = Recovered()
     stop = threading.Event()
 
     def reap_often() -> None:
         while not stop.wait(0.1):
-            container.reaper.redeliver(0, report)
+            recoverer.recover_shard(0, recovered)
 
     with running_loops(container):
         receiver.wait_for(1, timeout_s=5)
@@ -232,7 +244,7 @@ def test_given_callback_longer_than_lease_and_idle_time_when_recoveries_run_then
         reaper.join(timeout=5)
 
     assert len(receiver.requests) == 1, [r.path for r in receiver.requests]
-    assert report.redelivered == 0  # the live attempt's entry was never idle long enough
+    assert recovered.redelivered == 0  # the live attempt's entry was never idle long enough
     job = container.jobs.get(TENANT, job_id)
     assert (job.attempt, job.status) == (1, JobStatus.SUCCEEDED)
 

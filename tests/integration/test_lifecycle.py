@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from typing import Any
 
 import pytest
 import redis
@@ -15,6 +16,8 @@ from hookline.domain.models import ExecutionOutcome, JobRequest, JobStatus
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 from hookline.ports import NullMetrics
+from hookline.usecases import execute
+from hookline.usecases.acker import Acker
 from hookline.usecases.promote import Promoter
 from tests.support.cluster_audit import key_lookups
 from tests.support.receiver import Receiver, Reply
@@ -135,13 +138,23 @@ def test_given_promoter_asleep_until_a_far_job_when_a_sooner_one_is_submitted_th
 
 
 def test_given_backlog_on_four_shards_when_executing_then_entries_held_never_exceed_the_concurrency(
-    settings: Settings, receiver: Receiver
+    settings: Settings, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Four shards even on one node: XREADGROUP's COUNT applies per stream, so one read over four streams
     # took up to 4 x the free slots, entries that then sat pending, unbeaten, behind the busy pool.
     # Held: attempts running (at most the concurrency) and finished entries whose acknowledgement the acker
     # has not sent yet (usecases/acker.py), at most its queued count read after the sample minus its sent
     # count read before it.
+    ackers: list[Acker] = []
+
+    class WatchedAcker(Acker):
+        """The executor's acker, kept where the test can read its queued and sent counts."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            ackers.append(self)
+
+    monkeypatch.setattr(execute, "Acker", WatchedAcker)
     container = Container(dataclasses.replace(settings, shards=4), consumer="bounded-executor")
     concurrency = container.settings.executor_concurrency
     receiver.script("/slow", [Reply(200, delay_s=0.05)] * (3 * concurrency))
@@ -149,7 +162,8 @@ def test_given_backlog_on_four_shards_when_executing_then_entries_held_never_exc
     assert len({container.jobs.get(TENANT, j).shard for j in job_ids}) > 1
     held: list[int] = []  # held now, less the acknowledgements queued and unsent at that moment at most
     lookups = key_lookups(container.redis)
-    acker = container.executor.acker
+    container.executor  # noqa: B018 (built now, with its acker)
+    [acker] = ackers
     try:
         with running_loops(container):
             while len(receiver.requests) < len(job_ids):

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import boto3
+import pytest
 from moto.server import ThreadedMotoServer
 
 from hookline.adapters.dynamo.json_client import JSON_OPERATIONS
@@ -28,6 +29,12 @@ FAKE_CREDENTIALS = {
 def use_fake_credentials() -> None:
     """Points boto3 at fake credentials so no test can reach a real account."""
     os.environ.update(FAKE_CREDENTIALS)
+
+
+def patch_fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Points boto3 at fake credentials for one test (undone after it), for in-process moto."""
+    for name, value in FAKE_CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """The DynamoDB JSON client: botocore's signature, replies and errors, its standard-mode retries and quota.
 
-Its answers against moto for every job-store operation are in tests/contract (the "lean" backend); these
-cases are the ones moto cannot produce, played by a scripted loopback server.
+Its answers against moto for every job-store operation are in tests/contract (the "json-client" backend);
+these cases are the ones moto cannot produce, played by a scripted loopback server.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeou
 
 from hookline.adapters.dynamo.json_client import DynamoJsonClient, SigV4Signer, host_header
 from hookline.plumbing.settings import Settings
-from hookline.plumbing.wiring import aws_session, dynamodb_client, lean_client
+from hookline.plumbing.wiring import aws_session, dynamodb_client, dynamodb_json_client
 from tests.support.raw_http import RawConnection, RawServer, replying
 from tests.support.receiver import Receiver, Reply
 
@@ -450,7 +450,7 @@ def self_signed_for_loopback(directory: Path) -> tuple[ssl.SSLContext, Path]:
 def test_given_the_wired_clients_then_both_sign_with_the_sessions_one_credentials_object() -> None:
     settings = Settings.from_env({"HOOKLINE_AWS_ENDPOINT": "http://127.0.0.1:1"})
     boto = dynamodb_client(settings)
-    client = lean_client(boto)
+    client = dynamodb_json_client(boto)
     try:
         # One object: when a role's credentials are renewed, both clients sign with the new ones.
         assert client._credentials is boto._request_signer._credentials

@@ -20,7 +20,7 @@ from hookline.domain.delivery import Finish
 from hookline.domain.errors import NotYet, StaleState
 from hookline.domain.models import Execution, ExecutionOutcome, Job, JobStatus
 from hookline_local.template import create_tables, load_template
-from tests.support.aws import Boto3WithBudget
+from tests.support.aws import Boto3WithBudget, patch_fake_credentials
 from tests.support.jobs import scheduled_job
 
 NOW = 1_700_000_000_000
@@ -60,12 +60,7 @@ class Recording:
 
 @pytest.fixture
 def boto3_client(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
+    patch_fake_credentials(monkeypatch)
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         create_tables(client, load_template(), TABLES)

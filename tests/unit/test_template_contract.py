@@ -37,6 +37,7 @@ from hookline_local.template import (
     table_names,
     ttl_attribute,
 )
+from tests.support.aws import patch_fake_credentials
 
 TEMPLATE_PATH = find_template()
 REPO = TEMPLATE_PATH.parent
@@ -520,13 +521,7 @@ def test_given_layer_requirements_when_compared_with_pyproject_then_they_match_b
 
 @pytest.fixture
 def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
+    patch_fake_credentials(monkeypatch)
     with mock_aws():
         yield boto3.client("dynamodb", region_name="us-east-1")
 

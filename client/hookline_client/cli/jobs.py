@@ -32,7 +32,7 @@ TERMINAL = frozenset({"succeeded", "dead", "cancelled"})
 
 
 def add_job_commands(commands: Any) -> None:
-    """Adds `jobs`, `dead`, `schedules`, `queues` and `stats` to the top-level parser's subcommands."""
+    """Adds `jobs`, `dead`, `schedules`, `queues`, `stats` and `signing-secret` to the subcommands."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print JSON instead of tables")
     common.add_argument("--api", help="API base URL (default: HOOKLINE_API, then .hookline/dev.env)")
@@ -45,6 +45,18 @@ def add_job_commands(commands: Any) -> None:
         "stats", parents=[common], help="the last hour's outcomes, backlog, dead letters"
     )
     stats.set_defaults(run=_runner(_stats))
+    secret = commands.add_parser("signing-secret", help="the tenant's callback signing secret")
+    secret_actions = secret.add_subparsers(dest="action", required=True)
+    rotate = secret_actions.add_parser(
+        "rotate", parents=[common], help="a new secret (shown once); the old one signs too for --overlap-s"
+    )
+    rotate.add_argument(
+        "--overlap-s",
+        type=int,
+        default=None,
+        help="seconds the old secret signs too (default a day; 0: none)",
+    )
+    rotate.set_defaults(run=_runner(_rotate_signing_secret))
 
 
 def _add_jobs(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -74,6 +86,7 @@ def _add_jobs(commands: Any, common: argparse.ArgumentParser) -> None:
         ("get", _get, "show one job"),
         ("cancel", _cancel, "cancel a job that has not started"),
         ("replay", _replay, "schedule a dead job again, now"),
+        ("run-now", _run_now, "make a waiting job due now, its attempts unchanged"),
         ("attempts", _attempts, "a job's attempts: status, latency, error, response"),
     ):
         action = actions.add_parser(name, parents=[common], help=text)
@@ -277,6 +290,12 @@ def _replay(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_now(client: Client, args: argparse.Namespace) -> int:
+    job = client.run_job_now(args.job_id)
+    _show(args, job, f"{job.id}: {job.status}, due now (attempt {job.attempt} so far)")
+    return 0
+
+
 def _attempts(client: Client, args: argparse.Namespace) -> int:
     attempts = client.list_executions(args.job_id)
     _show(args, attempts, out.attempts_table(attempts))
@@ -410,4 +429,12 @@ def _schedule_delete(client: Client, args: argparse.Namespace) -> int:
 def _stats(client: Client, args: argparse.Namespace) -> int:
     stats = client.get_stats()
     _show(args, stats, out.stats_table(stats))
+    return 0
+
+
+def _rotate_signing_secret(client: Client, args: argparse.Namespace) -> int:
+    rotation = client.rotate_signing_secret(args.overlap_s)
+    until = rotation.previous_signs_until
+    also = f"the old secret signs too until {until}" if until else "only the new secret signs"
+    _show(args, rotation, f"new signing secret: {rotation.secret}   (shown once)\n{also}")
     return 0

@@ -126,6 +126,11 @@ class JobAdminStore(Protocol):
         """Reschedules a dead job or raises NotFound or StaleState."""
         ...
 
+    def run_now(self, tenant: str, job_id: str, generation: int, shard: int, now_ms: int) -> Job:
+        """Makes a job scheduled in generation due now in the next one (attempts unchanged), or raises
+        NotFound or StaleState."""
+        ...
+
 
 class ScheduleStore(Protocol):
     """Schedules and their instances, as the promoter and the reaper use them (DynamoDB)."""
@@ -196,6 +201,13 @@ class KeyReader(Protocol):
         self, tenant: str, secrets: SigningSecrets, now_ms: int, *, only_if_missing: bool = ...
     ) -> bool:
         """Stores the tenant's signing secrets; with only_if_missing, False when some already exist."""
+        ...
+
+    def replace_signing_secrets(
+        self, tenant: str, secrets: SigningSecrets, now_ms: int, seen_current: str | None
+    ) -> bool:
+        """Stores the tenant's signing secrets only while its current secret is still seen_current (None:
+        while it has none); False, with nothing written, when another write changed it meanwhile."""
         ...
 
 

@@ -12,10 +12,11 @@ import pytest
 from botocore.config import Config
 
 from hookline.api import context
-from hookline.domain.clock import FrozenClock, SystemClock
+from hookline.domain.clock import SystemClock
 from hookline.domain.models import JobRequest, JobStatus
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
+from tests.fakes.clock import FrozenClock
 from tests.integration.api.conftest import TENANT, make_key
 from tests.support.apigw import ApiClient
 from tests.support.redis_server import free_port

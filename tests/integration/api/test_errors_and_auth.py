@@ -8,9 +8,10 @@ import pytest
 
 from hookline.adapters.redis import keys as redis_keys
 from hookline.api.gate import MAX_BATCH_REQUEST_BYTES, MAX_REQUEST_BYTES
-from hookline.domain.clock import FrozenClock
 from hookline.domain.constants import MAX_BODY_BYTES
+from hookline.domain.delivery import LimiterVerdict
 from hookline.usecases.auth import KEY_CACHE_TTL_MS
+from tests.fakes.clock import FrozenClock
 from tests.integration.api.conftest import Api, make_key
 from tests.support.apigw import ApiClient, invoke, proxy_event
 
@@ -120,6 +121,30 @@ def test_given_two_keys_when_one_is_limited_then_the_other_is_not(api: Api) -> N
     assert limited.get("/v1/jobs").status == 429
     assert api.acme.get("/v1/jobs").status == 200
     assert api.container.redis.exists(redis_keys.api_rate_key(api.acme.api_key.split("_")[1]))  # type: ignore[union-attr]
+
+
+class RefusingLimiter:
+    """An API rate limiter that refuses every request until retry_at_ms."""
+
+    def __init__(self, retry_at_ms: int) -> None:
+        self.retry_at_ms = retry_at_ms
+        self.asked: list[str] = []
+
+    def admit_api_call(
+        self, key_id: str, now_ms: int, limit: int, period_ms: int, token: str
+    ) -> LimiterVerdict:
+        self.asked.append(key_id)
+        return LimiterVerdict(False, self.retry_at_ms)
+
+
+def test_given_the_containers_api_rate_limiter_refuses_then_the_api_answers_429(api: Api) -> None:
+    limiter = RefusingLimiter(api.container.clock.now_ms() + 2_500)
+    api.container.api_rate_limiter = limiter  # type: ignore[assignment]
+
+    refused = api.acme.get("/v1/jobs")
+
+    assert (refused.status, refused.error_code, refused.headers["retry-after"]) == (429, "rate_limited", "3")
+    assert limiter.asked == [api.acme.api_key.split("_")[1]]  # type: ignore[union-attr]
 
 
 def test_given_default_rate_when_key_sets_none_then_settings_apply(api: Api) -> None:

@@ -19,6 +19,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from hookline.usecases.auth import KNOWN_SCOPES
 from tests.integration.api.conftest import Api, make_key
 from tests.support.apigw import ApiClient, invoke, proxy_event, wsgi_app
 
@@ -28,7 +29,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 MAX_EXAMPLES = 25
 # The document the handler serves (public, needs no dependency): the fuzzed contract is the generated one.
 SCHEMA = schemathesis.openapi.from_dict(ApiClient().get("/openapi.json").json()).include(
-    path_regex=r"^/(v1/jobs|v1/dead-letters|v1/schedules|healthz)"
+    path_regex=r"^/(v1/jobs|v1/dead-letters|v1/schedules|v1/signing-secret|healthz)"
 )
 OPERATIONS = {result.ok().label: result.ok() for result in SCHEMA.get_all_operations()}
 # Callback URLs must start with http(s)://, which the schema cannot say, so generated jobs would almost
@@ -68,7 +69,7 @@ def test_given_generated_requests_when_sent_then_no_server_error_and_every_answe
     api: Api, label: str
 ) -> None:
     # A generous rate: the fuzzer sends far more than 100 requests a second, and 429s would hide the rest.
-    key = make_key(api.container, rate_limit_per_s=100_000)
+    key = make_key(api.container, scopes=KNOWN_SCOPES, rate_limit_per_s=100_000)
     headers = {"Authorization": f"Bearer {key}"}
 
     @given(case=strategy(label))
@@ -86,7 +87,7 @@ def test_given_generated_requests_when_sent_then_no_server_error_and_every_answe
 
 
 def test_given_schema_when_filtered_then_every_jobs_and_schedules_route_is_fuzzed() -> None:
-    assert len(OPERATIONS) == 16
+    assert len(OPERATIONS) == 18
 
 
 BODY_ROUTES = [
@@ -94,6 +95,7 @@ BODY_ROUTES = [
     ("POST", "/v1/jobs/batch"),
     ("POST", "/v1/jobs/01ARZ3NDEKTSV4RRFFQ69G5FAV/replay"),
     ("POST", "/v1/dead-letters/replay"),
+    ("POST", "/v1/signing-secret/rotate"),
     ("POST", "/v1/schedules"),
     ("PATCH", "/v1/schedules/01ARZ3NDEKTSV4RRFFQ69G5FAV"),
 ]
@@ -125,7 +127,7 @@ def is_utf8(raw: bytes) -> bool:
 def test_given_bodies_of_arbitrary_bytes_when_sent_then_never_a_5xx_and_non_utf8_is_400(
     api: Api, method: str, path: str
 ) -> None:
-    key = make_key(api.container, rate_limit_per_s=100_000)
+    key = make_key(api.container, scopes=KNOWN_SCOPES, rate_limit_per_s=100_000)
 
     @given(raw=RAW_BODIES)
     @settings(

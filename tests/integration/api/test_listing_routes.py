@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from hookline.adapters.dynamo import job_store
-from hookline.domain.clock import FrozenClock
 from hookline.domain.models import JobStatus
 from hookline.usecases.manage import JobManager
+from tests.fakes.clock import FrozenClock
 from tests.integration.api.conftest import OTHER_TENANT, TENANT, Api
 from tests.support.apigw import ApiClient, ApiResponse
 from tests.support.receiver import Receiver

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hookline.domain.clock import FrozenClock
 from hookline.domain.cron.schedule import ScheduleRequest
 from hookline.domain.models import Job
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
+from tests.fakes.clock import FrozenClock
 
 TENANT = "acme"
 T0_MS = int(datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC).timestamp() * 1000)  # 00:00:30Z

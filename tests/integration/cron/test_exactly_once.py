@@ -16,13 +16,13 @@ import pytest
 import redis
 
 from hookline.adapters.redis.index import RedisIndex
-from hookline.domain.clock import FrozenClock
 from hookline.domain.cron.schedule import CatchUp, Schedule
 from hookline.domain.models import Job
 from hookline.domain.stats import Outcome
 from hookline.ports import NullMetrics
 from hookline.usecases.cron import CronRunner, instance_id
 from hookline.usecases.submit import JobSubmitter
+from tests.fakes.clock import FrozenClock
 from tests.fakes.stats import RecordingStats
 from tests.integration.cron.fakes import MemoryScheduleStore, NullJobIndex
 from tests.integration.cron.keys import CLAIMS, CRON

@@ -9,10 +9,10 @@ from collections import Counter
 import pytest
 
 from hookline.adapters.redis import keys as redis_keys
-from hookline.domain.clock import FrozenClock
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
 from hookline.usecases.cron import instance_id
+from tests.fakes.clock import FrozenClock
 from tests.integration.cron.conftest import TENANT, instances, request
 
 pytestmark = pytest.mark.integration

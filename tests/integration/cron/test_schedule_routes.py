@@ -10,9 +10,9 @@ import pytest
 
 from hookline.adapters.redis import keys as redis_keys
 from hookline.api import context
-from hookline.domain.clock import FrozenClock
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import Container
+from tests.fakes.clock import FrozenClock
 from tests.integration.api.conftest import make_key
 from tests.integration.cron.conftest import minute, run_until
 from tests.support.apigw import ApiClient, ApiResponse

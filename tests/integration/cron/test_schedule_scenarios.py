@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from hookline.adapters.redis import keys as redis_keys
-from hookline.domain.clock import FrozenClock
 from hookline.domain.cron.schedule import ScheduleUpdate
 from hookline.domain.errors import Conflict, NotFound
 from hookline.domain.models import JobStatus
 from hookline.plumbing.wiring import Container
 from hookline.usecases.cron import instance_id
+from tests.fakes.clock import FrozenClock
 from tests.integration.cron.conftest import TENANT, instances, minute, request, run_until
 
 pytestmark = pytest.mark.integration

@@ -19,8 +19,8 @@ import pytest
 import redis
 
 from hookline.adapters.redis.index import RedisIndex
-from hookline.domain.clock import FrozenClock
 from hookline.domain.delivery import Slot
+from tests.fakes.clock import FrozenClock
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ import redis
 from hookline.adapters.redis import keys as redis_keys
 from hookline.adapters.redis.index import RedisIndex
 from hookline.adapters.redis.limiters import WAITER_FORGET_MS, WAITER_LATE_MS
-from hookline.domain.clock import FrozenClock
 from hookline.domain.delivery import LimiterVerdict, Slot
+from tests.fakes.clock import FrozenClock
 from tests.integration.lua.conftest import zset
 
 pytestmark = pytest.mark.integration

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from hookline.adapters.dynamo.key_store import KeyRecord
-from hookline.domain.clock import FrozenClock
 from hookline.domain.errors import Unauthorized
 from hookline.usecases.auth import Authenticator, hash_secret, mint_key
+from tests.fakes.clock import FrozenClock
 
 
 class FakeKeyStore:

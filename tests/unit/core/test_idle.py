@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 import pytest
 
-from hookline.domain.clock import FrozenClock
 from hookline.domain.delivery import PromoteResult
 from hookline.domain.idle import IdlePolicy, executor_may_exit, promoter_may_exit
 from hookline.ports import NullMetrics
 from hookline.usecases.idle import IdleWatch
 from hookline.usecases.promote import Promoter
+from tests.fakes.clock import FrozenClock
 
 POLICY = IdlePolicy(horizon_ms=75_000, grace_ms=2_000)
 NOW = 1_000_000

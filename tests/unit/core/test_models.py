@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 from pydantic import ValidationError
 
-from hookline.domain.clock import FrozenClock
 from hookline.domain.constants import MAX_BODY_BYTES, MAX_HEADER_VALUE_BYTES, MAX_HEADERS, MAX_HEADERS_BYTES
 from hookline.domain.models import FlowControl, Job, JobRequest, JobStatus, Member
 from hookline.ports import NullMetrics
 from hookline.usecases.submit import JobSubmitter
+from tests.fakes.clock import FrozenClock
 from tests.fakes.due import FakeDueIndex
 from tests.fakes.jobs import FakeJobStore
 from tests.fakes.redis_memory import RedisMemory

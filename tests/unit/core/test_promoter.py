@@ -8,11 +8,12 @@ from collections.abc import Sequence
 
 import pytest
 
-from hookline.domain.clock import FrozenClock, SystemClock
+from hookline.domain.clock import SystemClock
 from hookline.domain.delivery import PromoteResult
 from hookline.domain.errors import IndexUnavailable
 from hookline.ports import NullMetrics
 from hookline.usecases.promote import COARSE_WAIT_SLACK_MS, Promoter
+from tests.fakes.clock import FrozenClock
 
 
 class FakeIndex:

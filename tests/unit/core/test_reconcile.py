@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hookline.domain.clock import FrozenClock
 from hookline.domain.models import FlowControl, JobStatus, Member
 from hookline.domain.reconcile import LiveJob, RebuildMarks
 from hookline.usecases.reconcile import DUE_HORIZON_MS, JobReconciler
+from tests.fakes.clock import FrozenClock
 
 NOW_MS = 1_000_000
 PAGE_MS = 100  # each page read takes this long on the frozen clock

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from hookline.domain.clock import FrozenClock
 from hookline.domain.delivery import TickResult
 from hookline.ports import NullMetrics
 from hookline.usecases.promote import Promoter
+from tests.fakes.clock import FrozenClock
 from tests.unit.core.test_promoter import FakeIndex
 
 

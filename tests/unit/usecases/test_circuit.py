@@ -3,11 +3,11 @@ probe a period asks again (usecases/circuit.py); with it, a submit during an out
 
 from __future__ import annotations
 
-from hookline.domain.clock import FrozenClock
 from hookline.domain.models import JobRequest
 from hookline.domain.stats import Outcome
 from hookline.usecases.circuit import Circuit, CircuitStats
 from hookline.usecases.submit import JobSubmitter
+from tests.fakes.clock import FrozenClock
 from tests.fakes.metrics import RecordingMetrics
 from tests.fakes.stats import RecordingStats
 from tests.unit.usecases.world import TENANT, URL, World

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hookline.domain.clock import FrozenClock
 from hookline.domain.models import Job
 from hookline.domain.reconcile import LiveJob
 from hookline.usecases.reap import Reaper
 from hookline.usecases.reconcile import JobReconciler
+from tests.fakes.clock import FrozenClock
 from tests.fakes.faults import redis_down
 from tests.fakes.index import FakeIndex
 from tests.fakes.jobs import FakeJobStore

@@ -4,10 +4,10 @@ rebuild marks across runs cut short by their deadline, and a lost epoch makes it
 from __future__ import annotations
 
 from hookline.adapters.dynamo.tables import Keyspace
-from hookline.domain.clock import FrozenClock
 from hookline.domain.models import Job
 from hookline.domain.reconcile import LiveJob
 from hookline.usecases.reconcile import DUE_HORIZON_MS, DUE_SCAN, JobReconciler
+from tests.fakes.clock import FrozenClock
 from tests.fakes.jobs import FakeJobStore
 from tests.unit.usecases.world import T0, World, member
 

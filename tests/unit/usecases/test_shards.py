@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from hookline.domain.clock import FrozenClock
 from hookline.domain.errors import JobBucketsChanged, ShardCountLowered
 from hookline.usecases.shards import StartUpChecks, check_bucket_count, check_shard_count
+from tests.fakes.clock import FrozenClock
 from tests.fakes.faults import DynamoUnavailable
 from tests.fakes.keys import FakeKeyStore
 from tests.fakes.metrics import RecordingMetrics

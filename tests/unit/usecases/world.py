@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hookline.adapters.redis import keys as redis_keys
-from hookline.domain.clock import FrozenClock
 from hookline.domain.leases import LeaseTiming
 from hookline.domain.models import Job, JobRequest, Member
 from hookline.usecases.execute import Disposition, Executor
@@ -27,6 +26,7 @@ from hookline.usecases.reap import Reaper
 from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.submit import JobSubmitter
 from tests.fakes.callbacks import ScriptedCallbacks
+from tests.fakes.clock import FrozenClock
 from tests.fakes.index import FakeIndex
 from tests.fakes.jobs import FakeJobStore
 from tests.fakes.keys import StaticSecrets

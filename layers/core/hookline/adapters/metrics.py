@@ -6,8 +6,8 @@ timing is kept (EMF carries up to 100 values per metric and document; Powertools
 The handler's `@sink.log_metrics` publishes the aggregate just before Powertools flushes it as EMF.
 
 Publishing timings: Powertools' add_metric formats the metric's whole value list (up to 100) into a debug
-message on every call, whatever the log level, so adding each job's two timings one by one cost about 16 µs
-per job at publish (measured at 2,000 jobs an invocation): more than recording all of a job's metrics.
+message on every call, whatever the log level, so adding each job's two timings one by one costs more at
+publish than recording all of a job's metrics (docs/performance.md).
 So each whole DOCUMENT_VALUES of a timing's values are serialised here, one document each, by Powertools'
 serialize_metric_set (the same namespace, dimensions and metadata as its own documents), and only the
 remainder (fewer than DOCUMENT_VALUES) goes through add_metric, into the document Powertools flushes with

@@ -14,22 +14,11 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 from botocore.exceptions import BotoCoreError, ClientError
 
+from hookline.adapters.dynamo.errors import is_transient
 from hookline.api.views import ErrorEnvelope, error_body
 from hookline.domain.errors import DependencyDown, HooklineError, InvalidRequest, RateLimited
 
 logger = logging.getLogger(__name__)
-
-# DynamoDB error codes that mean "unavailable or overloaded right now", not "this request is wrong".
-_TRANSIENT_AWS_CODES = frozenset(
-    {
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
-        "InternalServerError",
-        "ServiceUnavailable",
-        "TransactionConflictException",
-    }
-)
 
 
 def error_response(
@@ -102,8 +91,8 @@ def _allowed_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
 
 
 def _aws_error_response(error: BotoCoreError | ClientError) -> Response[str]:
-    code = error.response.get("Error", {}).get("Code", "") if isinstance(error, ClientError) else ""
-    if isinstance(error, BotoCoreError) or code in _TRANSIENT_AWS_CODES:
+    """Returns 503 for a failure the DynamoDB adapter calls transient (its list, not a copy), else 500."""
+    if is_transient(error):
         logger.warning("DynamoDB unavailable", extra={"error": repr(error)})
         return domain_error_response(DependencyDown("dynamodb is unavailable; retry later"))
     logger.error("unexpected DynamoDB error", exc_info=error)

@@ -164,7 +164,9 @@ def _check_rate(found: Principal) -> None:
         current.metrics.count("ApiRateLimiterUnavailable")
         return
     try:
-        verdict = current.index.admit_api_call(found.key_id, now_ms, limit, RATE_WINDOW_MS, uuid.uuid4().hex)
+        verdict = current.api_rate_limiter.admit_api_call(
+            found.key_id, now_ms, limit, RATE_WINDOW_MS, uuid.uuid4().hex
+        )
     except IndexUnavailable:
         circuit.failed()
         logger.warning("API rate limiter unavailable; admitting the request", exc_info=True)

@@ -1,4 +1,4 @@
-"""Job routes: submit (one or a batch), list, get, cancel, the executions of a job, replay."""
+"""Job routes: submit (one or a batch), list, get, cancel, the executions of a job, replay, run now."""
 
 from __future__ import annotations
 
@@ -187,3 +187,25 @@ def replay_job(job_id: JobId) -> JobView:
     """Schedules a dead job again, due now, with a new generation and a fresh attempt budget."""
     who = principal()
     return job_view(container().manager.replay(who.tenant, job_id))
+
+
+@router.post(
+    "/v1/jobs/<job_id>/run-now",
+    summary="Run a waiting job now",
+    description=(
+        "A scheduled job (first run or a retry's back-off) becomes due now, its attempt counter and budget "
+        "unchanged; delivered once. 409 `job_not_waiting` when it runs or has ended, `stale_state` when it "
+        "changed during the call."
+    ),
+    tags=["jobs"],
+    operation_id="runJobNow",
+    responses={
+        **ok_response(JobView, "The job, due now"),
+        **error_responses(401, 403, 404, 409, 422, 429, 503),
+    },
+)
+@requires("jobs:write")
+def run_job_now(job_id: JobId) -> JobView:
+    """Makes a waiting job due now in a new generation, its attempts unchanged."""
+    who = principal()
+    return job_view(container().manager.run_now(who.tenant, job_id))

@@ -15,16 +15,17 @@ from rich.table import Table
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
 from hookline.api.views import rfc3339
 from hookline.domain.clock import SystemClock
-from hookline.domain.errors import NotFound
+from hookline.domain.errors import NotFound, SigningSecretChanged
 from hookline.domain.keys import SigningSecrets
 from hookline.domain.signing import new_signing_secret
 from hookline.plumbing.settings import Settings
 from hookline.plumbing.wiring import dynamodb_client
-from hookline.usecases.auth import ALL_SCOPES, KEY_CACHE_TTL_MS, mint_key
+from hookline.usecases.auth import ALL_SCOPES, KEY_CACHE_TTL_MS, KNOWN_SCOPES, SECRETS_SCOPE, mint_key
+from hookline.usecases.signing_secrets import rotate_signing_secret
 from hookline_client.cli import output
+from hookline_client.schemas import DEFAULT_ROTATION_OVERLAP_S, MAX_ROTATION_OVERLAP_S
 
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-DEFAULT_ROTATION_OVERLAP_S = 24 * 3600
 
 
 def add_key_commands(commands: Any) -> None:
@@ -36,7 +37,11 @@ def add_key_commands(commands: Any) -> None:
         "create", help="create a key; prints it (and a new tenant's signing secret) once"
     )
     create.add_argument("--tenant", required=True, type=_tenant)
-    create.add_argument("--scopes", default=",".join(ALL_SCOPES), help="comma-separated scopes")
+    create.add_argument(
+        "--scopes",
+        default=",".join(ALL_SCOPES),
+        help=f"comma-separated scopes (default: all but {SECRETS_SCOPE}, granted only when named)",
+    )
     create.add_argument(
         "--rate-limit-per-s",
         type=_positive_int,
@@ -60,7 +65,7 @@ def add_key_commands(commands: Any) -> None:
         "rotate-signing-secret", help="new signing secret; the old one keeps signing too"
     )
     rotate.add_argument("--tenant", required=True, type=_tenant)
-    rotate.add_argument("--overlap-s", type=int, default=DEFAULT_ROTATION_OVERLAP_S)
+    rotate.add_argument("--overlap-s", type=_overlap_s, default=DEFAULT_ROTATION_OVERLAP_S)
     rotate.set_defaults(run=_rotate)
 
 
@@ -68,6 +73,12 @@ def _tenant(value: str) -> str:
     if not TENANT_PATTERN.match(value):
         raise argparse.ArgumentTypeError("tenant: 1-64 letters, digits, '_', '.', '-'")
     return value
+
+
+def _overlap_s(value: str) -> int:
+    if not value.isdigit() or int(value) > MAX_ROTATION_OVERLAP_S:
+        raise argparse.ArgumentTypeError(f"a whole number of seconds, 0 to {MAX_ROTATION_OVERLAP_S}")
+    return int(value)
 
 
 def _positive_int(value: str) -> int:
@@ -89,9 +100,9 @@ def _store() -> Iterator[DynamoKeyStore]:
 def _create(args: argparse.Namespace) -> int:
     now_ms = SystemClock().now_ms()
     scopes = tuple(s.strip() for s in args.scopes.split(",") if s.strip())
-    unknown = set(scopes) - set(ALL_SCOPES)
+    unknown = set(scopes) - set(KNOWN_SCOPES)
     if unknown or not scopes:
-        raise SystemExit(f"unknown or no scopes: {sorted(unknown)}; known: {list(ALL_SCOPES)}")
+        raise SystemExit(f"unknown or no scopes: {sorted(unknown)}; known: {list(KNOWN_SCOPES)}")
     record, api_key = mint_key(args.tenant, now_ms, scopes, args.rate_limit_per_s)
     secret = new_signing_secret()
     with _store() as store:
@@ -161,17 +172,13 @@ def _revoke(args: argparse.Namespace) -> int:
 
 
 def _rotate(args: argparse.Namespace) -> int:
-    now_ms = SystemClock().now_ms()
-    fresh = new_signing_secret()
     with _store() as store:
-        current = store.get_signing_secrets(args.tenant)
-        previous = current.current if current else None
-        store.put_signing_secrets(
-            args.tenant,
-            SigningSecrets(fresh, previous, now_ms + args.overlap_s * 1000 if previous else None),
-            now_ms,
-        )
-    print(f"new signing secret: {fresh}   (shown once)")
-    if previous:
+        try:
+            rotation = rotate_signing_secret(store, args.tenant, SystemClock().now_ms(), args.overlap_s)
+        except SigningSecretChanged as error:
+            print(str(error), file=sys.stderr)
+            return 1
+    print(f"new signing secret: {rotation.secret}   (shown once)")
+    if rotation.previous_until_ms is not None:
         print(f"callbacks carry both signatures for {args.overlap_s} s; then only the new one")
     return 0

@@ -83,6 +83,18 @@ class IdempotencyConflict(Conflict):
     code = "idempotency_key_reused"
 
 
+class NotWaiting(Conflict):
+    """The job is not waiting (scheduled): it runs, or has ended, so it cannot be moved to now."""
+
+    code = "job_not_waiting"
+
+
+class SigningSecretChanged(Conflict):
+    """Another rotation replaced the tenant's signing secret between this one's read and its write."""
+
+    code = "signing_secret_changed"
+
+
 class StaleState(HooklineError):
     """A conditional write lost a race: the item is no longer in the state the caller saw."""
 

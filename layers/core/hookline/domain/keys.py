@@ -31,3 +31,14 @@ class SigningSecrets:
         if self.previous and self.previous_until_ms is not None and now_ms < self.previous_until_ms:
             return [self.current, self.previous]
         return [self.current]
+
+    def rotated(self, fresh: str, now_ms: int, overlap_s: int) -> SigningSecrets:
+        """Returns the secrets after a rotation to fresh: the current one signs too for overlap_s more.
+
+        Only the secret current now is kept: a rotation during another's overlap ends that overlap (the
+        secret before it stops signing at once), so at most two secrets ever sign. With no overlap (0), or
+        no current secret, only fresh signs.
+        """
+        if overlap_s <= 0:
+            return SigningSecrets(fresh)
+        return SigningSecrets(fresh, self.current, now_ms + overlap_s * 1000)

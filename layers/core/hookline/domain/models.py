@@ -275,8 +275,8 @@ class Job:
     def with_changes(self, **changes: Any) -> Job:
         """Returns a copy with the given fields replaced.
 
-        As dataclasses.replace, without its cost (it rebuilds the arguments of __init__ field by field:
-        about 8 µs for this class, and the executor copies a job four times per attempt): Job has no
+        As dataclasses.replace, without its cost (it rebuilds the arguments of __init__ field by field,
+        and the executor copies a job four times per attempt): Job has no
         __post_init__ and no field with init=False, so copying the instance's dict and overwriting the
         changed fields gives what replace gives. A name that is not a field is refused, as replace refuses it.
         """

@@ -37,7 +37,15 @@ from hookline.domain.clock import SystemClock
 from hookline.domain.errors import IndexUnavailable
 from hookline.domain.idle import IdlePolicy
 from hookline.plumbing.settings import Settings
-from hookline.ports import Clock, ExecutorLauncher, MetricsSink, NullMetrics, PromoterWaker, UnindexedLog
+from hookline.ports import (
+    Clock,
+    ExecutorLauncher,
+    Limiters,
+    MetricsSink,
+    NullMetrics,
+    PromoterWaker,
+    UnindexedLog,
+)
 from hookline.usecases.auth import Authenticator
 from hookline.usecases.circuit import Circuit, CircuitStats
 from hookline.usecases.cron import CronRunner, ScheduleReconciler
@@ -124,7 +132,7 @@ def dynamodb_client(settings: Settings, max_connections: int = 50, bounds: Dynam
     )
 
 
-def lean_client(client: Any, bounds: DynamoBounds | None = None) -> DynamoJsonClient:
+def dynamodb_json_client(client: Any, bounds: DynamoBounds | None = None) -> DynamoJsonClient:
     """Returns the JSON client (adapters/dynamo/json_client.py) over a client of dynamodb_client.
 
     It has the boto3 client's session (credentials, CA bundle), timeouts and attempts.
@@ -285,6 +293,11 @@ class Container:
             index.wake_promoters_with(wake, self._wake_promoter)
         return index
 
+    @cached_property
+    def api_rate_limiter(self) -> Limiters:
+        """The API's per-key request rate (Limiters.admit_api_call): a role of the Redis index."""
+        return self.index
+
     def _wake_promoter(self, shard: int) -> None:
         # The waker is looked up at each wake, so one swapped in after the index was built is the one used.
         Wake(self.promoter_waker, self.metrics)(shard)
@@ -336,15 +349,15 @@ class Container:
         return RedisStats(self.redis)
 
     @cached_property
-    def lean_dynamodb(self) -> DynamoJsonClient:
+    def dynamodb_json(self) -> DynamoJsonClient:
         """The DynamoDB JSON client over the boto3 one (thread-safe: a connection per thread)."""
-        return lean_client(self.dynamodb)
+        return dynamodb_json_client(self.dynamodb)
 
     @cached_property
     def jobs(self) -> DynamoJobStore:
         """The jobs and executions tables; the hot path (put, get, claim, finish) through the JSON client."""
         return DynamoJobStore(
-            self.lean_dynamodb,
+            self.dynamodb_json,
             self.settings.jobs_table,
             self.settings.executions_table,
             lease_ms=self.settings.lease_ms,
@@ -508,7 +521,7 @@ class Container:
     def reaper(self) -> Reaper:
         """The reap use case, its stores on the reaper's DynamoDB client."""
         jobs = DynamoJobStore(
-            lean_client(self.reaper_dynamodb, REAPER_DYNAMODB_BOUNDS),
+            dynamodb_json_client(self.reaper_dynamodb, REAPER_DYNAMODB_BOUNDS),
             self.settings.jobs_table,
             self.settings.executions_table,
             lease_ms=self.settings.lease_ms,
@@ -586,8 +599,8 @@ class Container:
             self.redis.close()
             if not is_cluster(self.redis):  # a cluster closes its nodes' pools itself
                 self.redis.connection_pool.disconnect()
-        if "lean_dynamodb" in opened:
-            self.lean_dynamodb.close()
+        if "dynamodb_json" in opened:
+            self.dynamodb_json.close()
         if "dynamodb" in opened:
             self.dynamodb.close()
         if "reaper_dynamodb" in opened:

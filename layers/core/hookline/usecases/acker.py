@@ -13,8 +13,8 @@ re-delivers them once idle, their claim is refused (the job is finished, or its 
 that delivery is acknowledged: the job is neither lost nor run again.
 
 An entry gives its delivery slot back when its attempt ends, not when its acknowledgement is sent. Holding
-the slot through the gathering and the round trip made them part of every delivery's cycle: with 8 slots,
-about 5.4 ms a cycle, 1,470 jobs/s per executor whatever its CPU (bench/hotpath.py). So the entries pending
+the slot through the gathering and the round trip would make them part of every delivery's cycle, a
+ceiling on an executor's rate whatever its CPU (docs/performance.md). So the entries pending
 under the executor are at most its concurrency (attempts running) plus the acknowledgements queued here and
 not yet sent (`queued - sent`): finished entries, whose outcome DynamoDB holds, which one or two round trips
 clear. Nothing re-delivers them sooner than redeliver_after_ms, and a re-delivery is refused at its claim.

@@ -16,7 +16,12 @@ KEY_PREFIX = "hl_"
 _KEY_PATTERN = re.compile(r"^hl_([0-9a-f]{16})_([0-9a-f]{48})$")
 # A warm Lambda trusts a looked-up key this long, so a revoked key stops working within this bound.
 KEY_CACHE_TTL_MS = 30_000
+# The scopes a key gets unless told otherwise. secrets:write (rotating the tenant's signing secret, which
+# returns the new secret: whoever holds it can sign callbacks the tenant's receivers trust) is granted only
+# when asked for by name.
 ALL_SCOPES = ("jobs:write", "jobs:read", "schedules:write", "schedules:read", "queues:write", "queues:read")
+SECRETS_SCOPE = "secrets:write"
+KNOWN_SCOPES = (*ALL_SCOPES, SECRETS_SCOPE)
 
 
 @dataclass(frozen=True)

@@ -161,11 +161,6 @@ class Executor:
         # direct process() calls acknowledge each at once.
         self._acker = Acker(stream, metrics)
 
-    @property
-    def acker(self) -> Acker:
-        """Returns the acker every run uses: its queued and sent counts (since this executor was built)."""
-        return self._acker
-
     def run(self, deadline_ms: int, block_ms: int = constants.EXECUTOR_BLOCK_MS) -> int:
         """Processes entries until deadline_ms with bounded concurrency; returns how many were processed.
 

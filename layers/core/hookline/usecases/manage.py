@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from hookline.domain.errors import Conflict, HooklineError, IndexUnavailable, StaleState
+from hookline.domain.errors import Conflict, HooklineError, IndexUnavailable, NotWaiting, StaleState
 from hookline.domain.models import Execution, Job, JobStatus
 from hookline.domain.stats import Outcome
 from hookline.ports import (
@@ -130,6 +130,33 @@ class JobManager:
         index_or_note(self._index, self._unindexed, self._metrics, job, now_ms, circuit=self._circuit)
         self._metrics.count("Replayed")
         self._stats.record(tenant, Outcome.REPLAYED, now_ms, job_id)
+        return job
+
+    def run_now(self, tenant: str, job_id: str) -> Job:
+        """Makes a waiting job due now, its attempts unchanged; raises NotFound, NotWaiting when it does not
+        wait (also when it started between this call's read and its write), or StaleState when it still waits
+        but in a later generation than the one read (call again).
+
+        The store's write is fenced on the generation read here and moves the job to the next one, so its
+        earlier entry (still due, or already queued) is stale: the promoter may still move it and an executor
+        read it, but its claim fails and it is dropped, so the job is delivered once, by the entry indexed
+        here.
+        """
+        found = self._store.get(tenant, job_id)
+        if found.status is not JobStatus.SCHEDULED:
+            raise NotWaiting(f"job {job_id} is {found.status.value}; only a scheduled job can be run now")
+        now_ms = self._clock.now_ms()
+        try:
+            job = self._store.run_now(tenant, job_id, found.generation, found.shard, now_ms)
+        except StaleState as error:
+            # Changed since the read: claimed (or ended) meanwhile is "not waiting"; still waiting, in a later
+            # generation (another run-now, a retry recorded), is the race itself: the caller may call again.
+            if self._store.get(tenant, job_id).status is not JobStatus.SCHEDULED:
+                raise NotWaiting(f"job {job_id} started or ended meanwhile; it no longer waits") from error
+            raise
+        # DynamoDB holds the job as due now: if Redis fails, the reaper indexes it once Redis answers.
+        index_or_note(self._index, self._unindexed, self._metrics, job, now_ms, circuit=self._circuit)
+        self._metrics.count("RunNow")
         return job
 
     def replay_dead(self, tenant: str, job_ids: list[str] | None) -> BulkReplay:

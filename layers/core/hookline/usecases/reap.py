@@ -347,14 +347,6 @@ class Reaper:
             work.tidied = True
         return self._reconcile_shard(shard, until_ms, report)
 
-    def redeliver(self, shard: int, report: ReapReport) -> None:
-        """Re-adds every entry of the shard whose consumer is gone; dead-letters those out of deliveries."""
-        done = Recovered()
-        self._recoverer.recover_shard(shard, done)
-        report.redelivered += done.redelivered
-        report.dead_lettered += done.dead_lettered
-        report.malformed += done.malformed
-
     def _reconcile_shard(self, shard: int, deadline_ms: int, report: ReapReport) -> bool:
         """Indexes again the shard's live jobs and schedules that Redis lost; True when both scans ended."""
         result = self._jobs.reconcile(shard, deadline_ms)

@@ -1,7 +1,10 @@
-"""Tenant signing secrets for the executor: created on first use, cached per warm Lambda."""
+"""Tenant signing secrets: created on first use, cached per warm executor, rotated by their tenant."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from hookline.domain.errors import SigningSecretChanged
 from hookline.domain.keys import SigningSecrets
 from hookline.domain.signing import new_signing_secret
 from hookline.ports import Clock, KeyReader
@@ -39,3 +42,29 @@ class SigningSecretProvider:
         created = self._store.get_signing_secrets(tenant)
         assert created is not None
         return created
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """A rotation's result: the new secret (shown once) and until when the one it replaced signs too."""
+
+    secret: str
+    previous_until_ms: int | None  # None: nothing else signs (no overlap, or the tenant had no secret)
+
+
+def rotate_signing_secret(store: KeyReader, tenant: str, now_ms: int, overlap_s: int) -> Rotation:
+    """Makes a fresh secret the tenant's current one; the one it replaces signs too for overlap_s.
+
+    The write is conditional on the current secret read here, so that two rotations racing never lose one's
+    new secret: the later write fails with SigningSecretChanged and changes nothing. Warm executors see the
+    rotation within SECRETS_CACHE_TTL_MS, signing with the replaced secret alone until then.
+
+    Raises:
+        SigningSecretChanged: Another rotation (or the executor's first-use creation) wrote meanwhile.
+    """
+    found = store.get_signing_secrets(tenant)
+    fresh = new_signing_secret()
+    rotated = found.rotated(fresh, now_ms, overlap_s) if found else SigningSecrets(fresh)
+    if not store.replace_signing_secrets(tenant, rotated, now_ms, found.current if found else None):
+        raise SigningSecretChanged("the signing secret was rotated meanwhile; read it again and retry")
+    return Rotation(fresh, rotated.previous_until_ms)

@@ -1,16 +1,15 @@
 """The executor's delivery threads: a fixed set of workers taking entries from one queue.
 
-concurrent.futures.ThreadPoolExecutor made a Future (with its own Condition), a work item and a thread-count
-check for every submit, and set the Future's result after it: about 10 µs of CPU per delivered job that
-nothing read (the executor never looked at the Futures). Here a submit is one put on a SimpleQueue and each
-worker loops on get(); there is nothing to wait for but the end of the pool.
+concurrent.futures.ThreadPoolExecutor makes a Future (with its own Condition), a work item and a thread-count
+check for every submit, and sets the Future's result after it: CPU on every delivered job for a result nothing
+reads (the executor never looks at the Futures; docs/performance.md). Here a submit is one put on a
+SimpleQueue and each worker loops on get(); there is nothing to wait for but the end of the pool.
 
 What happens to an entry if a line fails halfway: the work function (Executor.process_and_settle) records
 every outcome and gives the slot back itself; a failure escaping it is logged and the worker goes on with
-the next entry, leaving that entry pending under the consumer, where a recoverer re-delivers it once idle
-(as before, where the Future swallowed it unseen). An entry submitted after the pool stopped is refused
-with RuntimeError, as ThreadPoolExecutor refused it: its reader fails and the entry stays pending, for a
-recoverer.
+the next entry, leaving that entry pending under the consumer, where a recoverer re-delivers it once
+idle. An entry submitted after the pool stopped is refused with RuntimeError, as ThreadPoolExecutor refuses
+it: its reader fails and the entry stays pending, for a recoverer.
 """
 
 from __future__ import annotations

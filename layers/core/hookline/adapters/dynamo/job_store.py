@@ -10,7 +10,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hookline.adapters.dynamo import codec, paging, tables
-from hookline.adapters.dynamo.transactions import CONDITION_FAILED, TRANSIENT_ERROR_CODES, Transactions
+from hookline.adapters.dynamo.errors import TRANSIENT_ERROR_CODES
+from hookline.adapters.dynamo.transactions import CONDITION_FAILED, Transactions
 from hookline.domain import constants
 from hookline.domain.delivery import Claim, Finish
 from hookline.domain.errors import DependencyDown, IdempotencyConflict, NotFound, NotYet, StaleState
@@ -37,6 +38,10 @@ DEAD_LETTERABLE = (
 CANCELLABLE = "#status = :scheduled"
 # Only a dead job is replayed: a live one would then run twice, a succeeded one again.
 REPLAYABLE = "#status = :dead"
+# Only a waiting job is moved to now (also one already queued, not yet claimed): a running one holds a lease.
+# Fenced on the generation the caller read: the write leaves the status as it was, so without the fence a
+# repeat of an applied write (its reply lost) would pass again and move the job a second generation on.
+RUNNABLE_NOW = "#status = :scheduled AND #generation = :generation"
 
 # Every conditional write that changes a job (create, claim, finish, cancel, replay) stamps it with a token
 # made for that call, and an idempotency marker carries its create's. The clients send a write again when
@@ -98,6 +103,23 @@ RUNNING_JOB_DUE_BY_HORIZON = "NOT (#status = :running AND #lease > :horizon)"
 
 def _names(*expressions: str) -> dict[str, str]:
     return codec.attribute_names(_NAMES, *expressions)
+
+
+def _update_request(
+    table: str, key: codec.Item, update: str, condition: str, values: codec.Item
+) -> dict[str, Any]:
+    """An UpdateItem request: `update` applied to the item at key only while `condition` holds.
+
+    values are already in attribute-value form; the names are those the two expressions use.
+    """
+    return {
+        "TableName": table,
+        "Key": key,
+        "UpdateExpression": update,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": _names(update, condition),
+        "ExpressionAttributeValues": values,
+    }
 
 
 def new_write_token() -> str:
@@ -320,29 +342,19 @@ class DynamoJobStore:
             "#attempt = #attempt + :one, #lease = :lease, #updated = :now_ms, "
             "#claim_token = :token"
         )
-        reply = self._conditional(
-            self._client.update_item,
-            key,
+        values = codec.to_attribute_values(
             {
-                "TableName": self._jobs,
-                "Key": key,
-                "UpdateExpression": update,
-                "ConditionExpression": CLAIMABLE,
-                "ExpressionAttributeNames": _names(update, CLAIMABLE),
-                "ExpressionAttributeValues": codec.to_attribute_values(
-                    {
-                        ":running": JobStatus.RUNNING.value,
-                        ":scheduled": JobStatus.SCHEDULED.value,
-                        ":one": 1,
-                        ":lease": lease_ms,
-                        ":now_ms": now_ms,
-                        ":generation": member.generation,
-                        ":token": token,
-                    }
-                ),
-                "ReturnValues": "ALL_OLD",
-            },
+                ":running": JobStatus.RUNNING.value,
+                ":scheduled": JobStatus.SCHEDULED.value,
+                ":one": 1,
+                ":lease": lease_ms,
+                ":now_ms": now_ms,
+                ":generation": member.generation,
+                ":token": token,
+            }
         )
+        request = _update_request(self._jobs, key, update, CLAIMABLE, values)
+        reply = self._conditional(self._client.update_item, key, {**request, "ReturnValues": "ALL_OLD"})
         if isinstance(reply, _Refused):
             if reply.item is not None and _stamped(reply.item, CLAIM_TOKEN, token):
                 # This claim's first try took the job and only its reply was lost: the attempt is ours.
@@ -372,21 +384,17 @@ class DynamoJobStore:
         update = "SET #lease = :lease"
         bound: dict[str, float] = {} if timeout_ms is None else {"timeout_s": timeout_ms / 1000}
         try:
+            values = codec.to_attribute_values(
+                {
+                    ":lease": lease_expires_at_ms,
+                    ":running": JobStatus.RUNNING.value,
+                    ":generation": job.generation,
+                    ":attempt": job.attempt,
+                }
+            )
+            key = self._key(job.tenant, job.job_id)
             self._client.update_item(
-                **bound,
-                TableName=self._jobs,
-                Key=self._key(job.tenant, job.job_id),
-                UpdateExpression=update,
-                ConditionExpression=HELD_BY_ATTEMPT,
-                ExpressionAttributeNames=_names(update, HELD_BY_ATTEMPT),
-                ExpressionAttributeValues=codec.to_attribute_values(
-                    {
-                        ":lease": lease_expires_at_ms,
-                        ":running": JobStatus.RUNNING.value,
-                        ":generation": job.generation,
-                        ":attempt": job.attempt,
-                    }
-                ),
+                **bound, **_update_request(self._jobs, key, update, HELD_BY_ATTEMPT, values)
             )
         except ClientError as error:
             if codec.error_code(error) == CONDITION_FAILED_ERROR:
@@ -488,14 +496,8 @@ class DynamoJobStore:
             sets.append("#first = :first")
             attribute_values[":first"] = codec.execution_to_map(first)
         expression = f"SET {', '.join(sets)} REMOVE {', '.join(removes)}"
-        return {
-            "TableName": self._jobs,
-            "Key": self._key(job.tenant, job.job_id),
-            "UpdateExpression": expression,
-            "ConditionExpression": HELD_BY_ATTEMPT,
-            "ExpressionAttributeNames": _names(expression, HELD_BY_ATTEMPT),
-            "ExpressionAttributeValues": attribute_values,
-        }
+        key = self._key(job.tenant, job.job_id)
+        return _update_request(self._jobs, key, expression, HELD_BY_ATTEMPT, attribute_values)
 
     def mark_dead(self, member: Member, reason: str, now_ms: int) -> None:
         """Dead-letters a job of the member's generation whose deliveries ran out; StaleState otherwise.
@@ -509,28 +511,19 @@ class DynamoJobStore:
             "REMOVE #lease, #live_pk, #live_sk"
         )
         key = self._key(member.tenant, member.job_id)
-        reply = self._conditional(
-            self._client.update_item,
-            key,
+        values = codec.to_attribute_values(
             {
-                "TableName": self._jobs,
-                "Key": key,
-                "UpdateExpression": update,
-                "ConditionExpression": DEAD_LETTERABLE,
-                "ExpressionAttributeNames": _names(update, DEAD_LETTERABLE),
-                "ExpressionAttributeValues": codec.to_attribute_values(
-                    {
-                        ":dead": JobStatus.DEAD.value,
-                        ":error": reason,
-                        ":now_ms": now_ms,
-                        ":expires": now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S,
-                        ":generation": member.generation,
-                        ":scheduled": JobStatus.SCHEDULED.value,
-                        ":running": JobStatus.RUNNING.value,
-                    }
-                ),
-            },
+                ":dead": JobStatus.DEAD.value,
+                ":error": reason,
+                ":now_ms": now_ms,
+                ":expires": now_ms // 1000 + constants.TERMINAL_JOB_RETENTION_S,
+                ":generation": member.generation,
+                ":scheduled": JobStatus.SCHEDULED.value,
+                ":running": JobStatus.RUNNING.value,
+            }
         )
+        request = _update_request(self._jobs, key, update, DEAD_LETTERABLE, values)
+        reply = self._conditional(self._client.update_item, key, request)
         if not isinstance(reply, _Refused):
             return
         found = None if reply.item is None else codec.item_to_job(reply.item)
@@ -580,19 +573,10 @@ class DynamoJobStore:
         token = new_write_token()
         condition = f"attribute_exists(#pk) AND {condition}"
         key = self._key(tenant, job_id)
-        reply = self._conditional(
-            self._client.update_item,
-            key,
-            {
-                "TableName": self._jobs,
-                "Key": key,
-                "UpdateExpression": update,
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": _names(update, condition),
-                "ExpressionAttributeValues": codec.to_attribute_values({**values, ":token": token}),
-                "ReturnValues": "ALL_NEW",
-            },
+        request = _update_request(
+            self._jobs, key, update, condition, codec.to_attribute_values({**values, ":token": token})
         )
+        reply = self._conditional(self._client.update_item, key, {**request, "ReturnValues": "ALL_NEW"})
         if not isinstance(reply, _Refused):
             return codec.item_to_job(reply["Attributes"])
         if reply.item is not None and _stamped(reply.item, CHANGE_TOKEN, token):
@@ -761,6 +745,34 @@ class DynamoJobStore:
                 ":shard": self._keyspace.live_pk(shard, job_id),
             },
             rule="only a dead job can be replayed",
+        )
+
+    def run_now(self, tenant: str, job_id: str, generation: int, shard: int, now_ms: int) -> Job:
+        """Makes a job waiting in generation due now in the next one, attempt counter and budget unchanged.
+
+        The new generation fences the job's earlier index entry (due or already queued): its claim no longer
+        matches (CLAIMABLE), so it is dropped as stale and only the new generation's entry can deliver.
+        The caller passes the job's shard (fixed at creation): its live index partition is shard and bucket.
+        Raises NotFound for an unknown (or another tenant's) job and StaleState when it is not waiting in
+        that generation; a repeat of this call's applied first try returns the job that try left.
+        """
+        update = (
+            "SET #generation = #generation + :one, #due = :now_ms, #live_pk = :shard, #live_sk = :now_ms, "
+            "#updated = :now_ms, #change_token = :token"
+        )
+        return self._transition(
+            tenant,
+            job_id,
+            update,
+            RUNNABLE_NOW,
+            {
+                ":scheduled": JobStatus.SCHEDULED.value,
+                ":generation": generation,
+                ":one": 1,
+                ":now_ms": now_ms,
+                ":shard": self._keyspace.live_pk(shard, job_id),
+            },
+            rule=f"only a job scheduled in generation {generation} can be run now",
         )
 
     def check(self) -> None:

@@ -1,14 +1,13 @@
 """DynamoDB's JSON protocol spoken directly, for the hot path: boto3's answers for a fraction of its CPU.
 
-Measured with bench/dynamo_calls.py against moto's server, boto3 spends about 1.5 ms of CPU on each call
-(validating the parameters against the service model, walking the model again to serialise and to parse,
-an event hook chain, building and signing an AWSRequest, urllib3), several times the executor's own work
-per job. DynamoDB speaks JSON whose attribute values are already in the low-level form the adapters build,
-so this client sends the adapters' request dicts as they are (json.dumps), signs them with SigV4 (the
-signing key cached per day), posts them on a kept-alive connection per thread, and json.loads the reply.
-It signs with its own SigV4Signer rather than botocore's SigV4Auth, which costs about 20 % more CPU a
-call (docs/performance.md); the tests hold its signatures equal to SigV4Auth's over odd endpoints (ports,
-IPv6, case), session tokens and bodies, so a change to either shows there.
+boto3 spends several times the executor's own work per job on each call (validating the parameters against the
+service model, walking the model again to serialise and to parse, an event hook chain, building and signing an
+AWSRequest, urllib3; the figures are on docs/performance.md). DynamoDB speaks JSON whose attribute values are
+already in the low-level form the adapters build, so this client sends the adapters' request dicts as they are
+(json.dumps), signs them with SigV4 (the signing key cached per day), posts them on a kept-alive connection
+per thread, and json.loads the reply. It signs with its own SigV4Signer rather than botocore's SigV4Auth,
+which costs more (docs/performance.md); the tests hold its signatures equal to SigV4Auth's over odd endpoints
+(ports, IPv6, case), session tokens and bodies, so a change to either shows there.
 
 It answers exactly like the boto3 client for the operations it serves (JSON_OPERATIONS; any other goes to
 the boto3 client it is built over):

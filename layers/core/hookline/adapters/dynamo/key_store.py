@@ -12,6 +12,7 @@ from hookline.domain.keys import KeyRecord, SigningSecrets
 
 KEY_IS_NEW = "attribute_not_exists(#key_id)"
 KEY_EXISTS = "attribute_exists(#key_id)"
+CURRENT_SECRET_IS = "#signing_secret = :seen_current"
 
 
 class DynamoKeyStore:
@@ -102,6 +103,34 @@ class DynamoKeyStore:
         }
         try:
             self._put_tenant(tenant, secrets, now_ms, condition if only_if_missing else {})
+        except ClientError as error:
+            if codec.error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def replace_signing_secrets(
+        self, tenant: str, secrets: SigningSecrets, now_ms: int, seen_current: str | None
+    ) -> bool:
+        """Stores the tenant's signing secrets while its current one is seen_current (None: none yet).
+
+        A compare-and-set on the current secret, so that of two rotations that read the same secrets one
+        fails (False) instead of replacing the other's new secret, which its caller was shown as current.
+        """
+        condition: dict[str, Any]
+        if seen_current is None:
+            condition = {
+                "ConditionExpression": KEY_IS_NEW,
+                "ExpressionAttributeNames": {"#key_id": tables.API_KEYS_PK},
+            }
+        else:
+            condition = {
+                "ConditionExpression": CURRENT_SECRET_IS,
+                "ExpressionAttributeNames": {"#signing_secret": "signing_secret"},
+                "ExpressionAttributeValues": codec.to_attribute_values({":seen_current": seen_current}),
+            }
+        try:
+            self._put_tenant(tenant, secrets, now_ms, condition)
         except ClientError as error:
             if codec.error_code(error) == "ConditionalCheckFailedException":
                 return False

@@ -150,10 +150,6 @@ class Keyspace:
         """Returns every live GSI partition of a shard's jobs, bucket 0 first."""
         return [f"{shard}#{bucket}" for bucket in range(self.buckets)]
 
-    def tenant_pks(self, tenant: str) -> list[str]:
-        """Returns every partition key of a tenant's jobs, bucket 0 first."""
-        return [bucket_pk(tenant, bucket) for bucket in range(self.buckets)]
-
 
 def bucket_pk(tenant: str, bucket: int) -> str:
     """Returns the partition key of a tenant's bucket."""

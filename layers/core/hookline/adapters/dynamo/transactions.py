@@ -24,18 +24,6 @@ TRANSIENT_REASONS = frozenset(
         "InternalServerError",
     }
 )
-# The error codes of a single write (after the client's own retries) that say nothing about the item either:
-# the write was not applied by that request (an earlier try whose reply was lost may have been).
-TRANSIENT_ERROR_CODES = frozenset(
-    {
-        "TransactionConflictException",
-        "ThrottlingException",
-        "ProvisionedThroughputExceededException",
-        "RequestLimitExceeded",
-        "InternalServerError",
-        "ServiceUnavailable",
-    }
-)
 ATTEMPTS = 5
 FIRST_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0

@@ -1,9 +1,9 @@
 """The HTTP callback client: one attempt per call, to the checked addresses only, never raising.
 
 Design: a minimal HTTP/1.1 client over plain sockets (`http1.py`) with a small pool of kept-alive
-connections per executor thread, so threads share nothing on the hot path. It replaced httpcore with h11,
-whose CPU per request was twice a raw `http.client`'s (bench/hotpath.py `--mode callback`), and an executor
-spends most of its time in the callback client.
+connections per executor thread, so threads share nothing on the hot path. An executor spends most of its
+time in the callback client, so what a request costs here bounds how fast an executor delivers
+(docs/performance.md compares it with general HTTP clients).
 
 The client never resolves a name while connecting: it connects only to addresses `check_url` approved for
 the attempt, trying them in the resolver's order until one answers (each TCP connect gets an even share

@@ -1,12 +1,11 @@
 """A minimal HTTP/1.1 client connection: what one callback attempt needs, over a plain or TLS socket.
 
 Why not httpcore and h11: a callback is one small request and one response whose body is kept only up to a
-preview, and httpcore with h11 spent about 310 µs of CPU on it, twice a raw `http.client` (whose header
-parsing through the email package is itself most of its 160 µs). Parsing with h11 under this module's own
-sockets would still add 25-35 µs to the ~22 µs a callback costs here (bench/hotpath.py `--mode callback`), so
-h11 is kept as the tests' oracle instead: generated responses go through both, which must agree on the
-status, the body and whether the connection may be reused, or both refuse
-(tests/integration/test_callback_http1_oracle.py).
+preview, and a general client (httpcore with h11, or `http.client`, whose header parsing goes through the
+email package) spends several times this module's work on it; even h11's parser alone under this module's
+sockets would more than double it (the figures are on docs/performance.md). So h11 is the tests' oracle:
+generated responses go through both, which must agree on the status, the body and whether the connection may
+be reused, or both refuse (tests/integration/test_callback_http1_oracle.py).
 
 What it does: one request at a time per connection, the body framed by Content-Length; responses framed
 by Content-Length, chunked transfer coding, or the end of the connection; informational (1xx) responses

@@ -65,11 +65,6 @@ class RedisTimeClock:
         self._next_check_ms: int | None = None  # local time of the next measurement (None: never measured)
         self._measuring = threading.Lock()  # held while one measurement runs
 
-    @property
-    def offset_ms(self) -> int:
-        """Returns Redis's time minus the host's, as last measured (0 before any measurement)."""
-        return self._offset_ms
-
     def now_ms(self) -> int:
         """Returns milliseconds since the Unix epoch on the Redis server's clock."""
         local_ms = self._local.now_ms()

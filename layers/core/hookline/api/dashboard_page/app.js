@@ -126,6 +126,7 @@ function route() {
     guarded(loadQueues);
     state.refresh = setInterval(() => guarded(loadQueues), REFRESH_MS);
   }
+  else if (page === "secret") resetRotation();
 }
 
 // --- overview -------------------------------------------------------------------------------------
@@ -310,6 +311,7 @@ async function showJob(id) {
       el("td", { class: "mono" }, (a.response_preview || "").slice(0, 200)))) : el("tr", {}, el("td", { colspan: 7, class: "empty" }, "No attempt yet"))));
   const actions = el("div", { class: "toolbar" },
     el("h1", {}, `Job ${job.id}`),
+    job.status === "scheduled" ? el("button", { id: "job-run-now", onclick: () => guarded(() => jobAction("POST", `/v1/jobs/${id}/run-now`, `Job ${id} is due now`)) }, "Run now") : null,
     job.status === "scheduled" ? el("button", { class: "danger", id: "job-cancel", onclick: () => guarded(() => jobAction("DELETE", `/v1/jobs/${id}`, `Cancelled job ${id}`)) }, "Cancel") : null,
     job.status === "dead" ? el("button", { id: "job-replay", onclick: () => guarded(() => jobAction("POST", `/v1/jobs/${id}/replay`, `Replayed job ${id}: scheduled to run now`)) }, "Replay") : null,
     el("button", { class: "secondary", onclick: () => { $("job-detail").hidden = true; } }, "Close"));
@@ -425,6 +427,30 @@ function pager(name, load) {
   $(`${name}-first`).addEventListener("click", () => guarded(() => load(true)));
 }
 
+// --- signing secret -------------------------------------------------------------------------------
+
+function resetRotation() {
+  // The secret is shown once: leaving the page forgets it, and the button needs arming again.
+  $("secret-result").hidden = true;
+  $("secret-value").textContent = "";
+  $("secret-rotate").dataset.armed = "";
+  $("secret-rotate").textContent = "Rotate";
+}
+
+async function rotateSecret(event) {
+  event.preventDefault();
+  const button = $("secret-rotate");
+  // Two clicks: the first arms the button, the second rotates (no blocking confirm dialog).
+  if (button.dataset.armed !== "1") { button.dataset.armed = "1"; button.textContent = "Confirm rotation"; return; }
+  const rotation = await api("POST", "/v1/signing-secret/rotate", { overlap_s: Number($("secret-overlap").value) });
+  resetRotation();
+  $("secret-value").textContent = rotation.secret;
+  $("secret-overlap-end").textContent = rotation.previous_signs_until
+    ? `The old secret signs too until ${rotation.previous_signs_until}.` : "Only the new secret signs.";
+  $("secret-result").hidden = false;
+  notice("Signing secret rotated");
+}
+
 $("signin-form").addEventListener("submit", signIn);
 $("sign-out").addEventListener("click", () => signOut());
 $("overview-refresh").addEventListener("click", () => guarded(loadOverview));
@@ -433,6 +459,7 @@ $("jobs-schedule-clear").addEventListener("click", () => { state.schedule = null
 $("jobs-status").addEventListener("change", () => guarded(() => loadJobs(true)));
 $("jobs-search").addEventListener("keydown", (event) => { if (event.key === "Enter") guarded(() => loadJobs(true)); });
 $("dead-replay-all").addEventListener("click", () => guarded(replayAll));
+$("secret-form").addEventListener("submit", (event) => guarded(() => rotateSecret(event)));
 pager("jobs", loadJobs);
 pager("dead", loadDead);
 pager("schedules", loadSchedules);
