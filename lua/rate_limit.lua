@@ -32,37 +32,7 @@ local token, waiter = ARGV[4], ARGV[5]
 local late_ms, forget_ms = tonumber(ARGV[6]), tonumber(ARGV[7])
 
 -- @include waiter_queue
+-- @include rate_window
 
-redis.call('ZREMRANGEBYSCORE', log_key, '-inf', now_ms - period_ms)
-local used = redis.call('ZCARD', log_key)
-local free = math.max(limit - used, 0)
-
-local place = {ahead = 0}
-if waiter ~= '' then
-  place = waiters_place(queue_key, told_key, waiter, now_ms, late_ms, forget_ms)
-end
-if place.ahead < free then
-  redis.call('ZADD', log_key, now_ms, token)
-  redis.call('PEXPIRE', log_key, period_ms)
-  if waiter ~= '' then
-    waiters_leave(queue_key, told_key, waiter)
-  end
-  return {1, 0}
-end
-if waiter == '' then
-  local oldest = redis.call('ZRANGE', log_key, 0, 0, 'WITHSCORES')
-  return {0, tonumber(oldest[2]) + period_ms}
-end
-
--- Slots come free: `free` now, then one as each logged admission leaves the window (the first
--- `used - limit` of them free nothing when the limit was lowered), and every slot again a period later.
-local round, slot = math.floor(place.ahead / limit), place.ahead % limit
-local base = now_ms
-if slot >= free then
-  local i = slot - free + math.max(used - limit, 0)
-  local at = redis.call('ZRANGE', log_key, i, i, 'WITHSCORES')
-  base = tonumber(at[2]) + period_ms
-end
-local retry_at = base + round * period_ms
-waiters_tell(queue_key, told_key, waiter, place, now_ms, retry_at, forget_ms)
-return {0, retry_at}
+return rate_window_admit(log_key, queue_key, told_key, now_ms, limit, period_ms, token, waiter, late_ms,
+  forget_ms)

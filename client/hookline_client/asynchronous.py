@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import httpx
 
 from hookline_client import calls
-from hookline_client.calls import Call, JobInput, RetryPolicy, ScheduleChange, ScheduleInput
+from hookline_client.calls import Call, JobInput, QueueInput, RetryPolicy, ScheduleChange, ScheduleInput
 from hookline_client.errors import TransportError
 from hookline_client.schemas import (
     BatchResultView,
@@ -20,6 +20,8 @@ from hookline_client.schemas import (
     HealthView,
     JobPageView,
     JobView,
+    QueueListView,
+    QueueView,
     ScheduleJobsView,
     SchedulePageView,
     ScheduleView,
@@ -201,6 +203,32 @@ class AsyncClient:
     ) -> ScheduleJobsView:
         """Returns one page of the jobs a schedule created."""
         return await self.call(calls.list_schedule_jobs(schedule_id, limit, cursor))
+
+    # --- queues -------------------------------------------------------------------------------------
+
+    async def put_queue(self, name: str, queue: QueueInput) -> QueueView:
+        """Creates or replaces a queue (with `version`: only if still at that version, else Conflict)."""
+        return await self.call(calls.put_queue(name, queue))
+
+    async def list_queues(self) -> QueueListView:
+        """Returns every queue, by name."""
+        return await self.call(calls.list_queues())
+
+    async def get_queue(self, name: str) -> QueueView:
+        """Returns one queue with its live figures."""
+        return await self.call(calls.get_queue(name))
+
+    async def delete_queue(self, name: str) -> QueueView:
+        """Deletes a queue; its waiting jobs go on, limited by no queue."""
+        return await self.call(calls.delete_queue(name))
+
+    async def pause_queue(self, name: str) -> QueueView:
+        """Pauses a queue: none of its deliveries starts, no attempt is spent."""
+        return await self.call(calls.pause_queue(name))
+
+    async def resume_queue(self, name: str) -> QueueView:
+        """Resumes a queue; its waiting jobs are released at once."""
+        return await self.call(calls.resume_queue(name))
 
     async def get_stats(self) -> StatsView:
         """Returns the tenant's statistics for the last hour."""

@@ -26,6 +26,8 @@ from hookline_client.schemas import (
     HealthView,
     JobPageView,
     JobView,
+    QueueListView,
+    QueueView,
     ScheduleJobsView,
     SchedulePageView,
     ScheduleView,
@@ -42,6 +44,7 @@ USER_AGENT = "hookline-python-client/1"
 JobInput = BaseModel | Mapping[str, Any]
 ScheduleInput = BaseModel | Mapping[str, Any]
 ScheduleChange = BaseModel | Mapping[str, Any]
+QueueInput = BaseModel | Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -240,6 +243,36 @@ def list_schedule_jobs(
     return Call(
         "GET", f"/v1/schedules/{_id(schedule_id)}/jobs", ScheduleJobsView, params=_page(limit, cursor)
     )
+
+
+def put_queue(name: str, queue: QueueInput) -> Call[QueueView]:
+    """PUT /v1/queues/{name} (create or replace; a `version` in the body makes it conditional)."""
+    return Call("PUT", f"/v1/queues/{_id(name)}", QueueView, body=_dump(queue))
+
+
+def list_queues() -> Call[QueueListView]:
+    """GET /v1/queues."""
+    return Call("GET", "/v1/queues", QueueListView)
+
+
+def get_queue(name: str) -> Call[QueueView]:
+    """GET /v1/queues/{name} (with its live figures)."""
+    return Call("GET", f"/v1/queues/{_id(name)}", QueueView)
+
+
+def delete_queue(name: str) -> Call[QueueView]:
+    """DELETE /v1/queues/{name}."""
+    return Call("DELETE", f"/v1/queues/{_id(name)}", QueueView)
+
+
+def pause_queue(name: str) -> Call[QueueView]:
+    """POST /v1/queues/{name}/pause (pausing a paused queue changes nothing)."""
+    return Call("POST", f"/v1/queues/{_id(name)}/pause", QueueView)
+
+
+def resume_queue(name: str) -> Call[QueueView]:
+    """POST /v1/queues/{name}/resume (resuming a running queue changes nothing)."""
+    return Call("POST", f"/v1/queues/{_id(name)}/resume", QueueView)
 
 
 def get_stats() -> Call[StatsView]:

@@ -30,6 +30,7 @@ class JobView(BaseModel):
     last_status_code: int | None = None
     last_error: str | None = None
     schedule_id: str | None = None
+    queue: str | None = None
 
 
 class ExecutionView(BaseModel):
@@ -152,6 +153,41 @@ class ScheduleView(BaseModel):
         default=None,
         description="Next occurrences (RFC 3339 UTC): five for one schedule, one in a list, none if paused.",
     )
+
+
+class QueueFiguresView(BaseModel):
+    """A queue's live figures, read from Redis when asked."""
+
+    waiting: int = Field(
+        description="Deliveries held back now: parked while paused, or refused by the queue's limits and "
+        "told a turn (jobs not yet due are not counted)."
+    )
+    in_flight: int = Field(description="Deliveries running now (slots held).")
+    in_rate_window: int = Field(description="Deliveries started in the current rate window.")
+
+
+class QueueView(BaseModel):
+    """A named queue as the API shows it."""
+
+    name: str
+    rate_limit: dict[str, float] | None = Field(default=None, description="{limit, period_s}, or none.")
+    max_concurrency: int | None = None
+    max_attempts: int | None = None
+    min_backoff_s: float | None = None
+    max_backoff_s: float | None = None
+    timeout_s: float | None = None
+    paused: bool
+    paused_since: str | None = None
+    version: int
+    created_at: str | None
+    updated_at: str | None
+    figures: QueueFiguresView | None = Field(default=None, description="Live figures (one queue's GET only).")
+
+
+class QueueListView(BaseModel):
+    """Every queue of the caller, by name."""
+
+    queues: list[QueueView]
 
 
 class SchedulePageView(BaseModel):

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import httpx
 
 from hookline_client import calls
-from hookline_client.calls import Call, JobInput, RetryPolicy, ScheduleChange, ScheduleInput
+from hookline_client.calls import Call, JobInput, QueueInput, RetryPolicy, ScheduleChange, ScheduleInput
 from hookline_client.errors import TransportError
 from hookline_client.schemas import (
     BatchResultView,
@@ -20,6 +20,8 @@ from hookline_client.schemas import (
     HealthView,
     JobPageView,
     JobView,
+    QueueListView,
+    QueueView,
     ScheduleJobsView,
     SchedulePageView,
     ScheduleView,
@@ -203,6 +205,32 @@ class Client:
     ) -> ScheduleJobsView:
         """Returns one page of the jobs a schedule created, newest first."""
         return self.call(calls.list_schedule_jobs(schedule_id, limit, cursor))
+
+    # --- queues -------------------------------------------------------------------------------------
+
+    def put_queue(self, name: str, queue: QueueInput) -> QueueView:
+        """Creates or replaces a queue (with `version`: only if still at that version, else Conflict)."""
+        return self.call(calls.put_queue(name, queue))
+
+    def list_queues(self) -> QueueListView:
+        """Returns every queue, by name."""
+        return self.call(calls.list_queues())
+
+    def get_queue(self, name: str) -> QueueView:
+        """Returns one queue with its live figures."""
+        return self.call(calls.get_queue(name))
+
+    def delete_queue(self, name: str) -> QueueView:
+        """Deletes a queue; its waiting jobs go on, limited by no queue."""
+        return self.call(calls.delete_queue(name))
+
+    def pause_queue(self, name: str) -> QueueView:
+        """Pauses a queue: none of its deliveries starts, no attempt is spent."""
+        return self.call(calls.pause_queue(name))
+
+    def resume_queue(self, name: str) -> QueueView:
+        """Resumes a queue; its waiting jobs are released at once."""
+        return self.call(calls.resume_queue(name))
 
     # --- stats, health, document --------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from hookline.api import (
     health,
     jobs,
     payload,
+    queues,
     schedules,
     signing_secret,
     stats,
@@ -34,6 +35,7 @@ app = APIGatewayRestResolver(enable_validation=True)
 app.include_router(jobs.router)
 app.include_router(dead_letters.router)
 app.include_router(schedules.router)
+app.include_router(queues.router)
 app.include_router(stats.router)
 app.include_router(dashboard.router)
 app.include_router(health.router)

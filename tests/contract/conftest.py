@@ -26,7 +26,7 @@ import itertools
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pytest
@@ -34,6 +34,7 @@ import redis
 
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
+from hookline.adapters.dynamo.queue_store import DynamoQueueStore
 from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
 from hookline.adapters.dynamo.transactions import Transactions
 from hookline.adapters.redis import keys as redis_keys
@@ -50,6 +51,8 @@ from hookline.ports import (
     JobStore,
     KeyReader,
     Limiters,
+    QueueGate,
+    QueueStore,
     ReadyStream,
     RebuildMarkStore,
     ScheduleAdminStore,
@@ -61,6 +64,7 @@ from tests.fakes.index import FakeIndex
 from tests.fakes.jobs import FakeJobStore
 from tests.fakes.keys import FakeKeyStore
 from tests.fakes.metrics import RecordingMetrics
+from tests.fakes.queue_store import FakeQueueStore
 from tests.fakes.redis_memory import RedisMemory
 from tests.fakes.schedules import FakeScheduleStore
 from tests.fakes.tables import JobsTables
@@ -75,7 +79,9 @@ ROLE_CLOCK_MS = 10_000
 BACKENDS = ["fake", pytest.param("real", marks=pytest.mark.integration)]
 
 
-class RedisRoles(DueIndex, ReadyStream, Limiters, CronIndex, RebuildMarkStore, ExecutorLedger, Protocol):
+class RedisRoles(
+    DueIndex, ReadyStream, Limiters, QueueGate, CronIndex, RebuildMarkStore, ExecutorLedger, Protocol
+):
     """Every Redis role over one connection, as RedisIndex and FakeIndex play them."""
 
 
@@ -338,6 +344,7 @@ class DynamoBackend:
     shard: int
     transactions: TransactionFaults
     replies: ReplyFaults
+    queues: QueueStore = field(default_factory=FakeQueueStore)
 
 
 @pytest.fixture(scope="session")
@@ -406,6 +413,7 @@ def dynamo_backend(request: pytest.FixtureRequest) -> Iterator[DynamoBackend]:
         shard,
         faults.transactions,
         faults.replies,
+        queues=DynamoQueueStore(client, settings.jobs_table),
     )
     if lean is not None:
         lean.close()

@@ -14,6 +14,7 @@ PAGES = (
     "docs/api.md",
     "docs/cron.md",
     "docs/limits.md",
+    "docs/queues.md",
     "docs/client.md",
     "docs/receivers.md",
     "docs/operating.md",

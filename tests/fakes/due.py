@@ -90,16 +90,21 @@ class FakeDueIndex(FakeRedisRole):
     def indexed_members(
         self, shard: int, members: Sequence[Member], stale_before_ms: int | None = None
     ) -> list[bool]:
-        """Tells, for each member, whether the due ZSET holds it, or the in-flight ZSET since
-        stale_before_ms at least (an older in-flight member stands for a lost entry)."""
+        """Tells, for each member, whether the due ZSET or its queue's parked ZSET holds it, or the in-flight
+        ZSET since stale_before_ms at least (an older in-flight member stands for a lost entry)."""
         floor = float("-inf") if stale_before_ms is None else stale_before_ms
         m = self.memory
         held = []
         with m.lock:
             for member in members:
                 inflight = m.zscore(redis_keys.inflight_key(shard), member.encode())
+                queue = member.flow.queue
+                parked = queue is not None and (
+                    m.zscore(redis_keys.parked_key(shard, member.tenant, queue), member.encode()) is not None
+                )
                 held.append(
                     m.zscore(redis_keys.due_key(shard), member.encode()) is not None
+                    or parked
                     or (inflight is not None and inflight >= floor)
                 )
         return held

@@ -1,4 +1,4 @@
-"""`hookline jobs`, `dead`, `schedules` and `stats`: the API from a terminal, through hookline_client.
+"""`hookline jobs`, `dead`, `schedules`, `queues`, `stats`: the API from a terminal, through hookline_client.
 
 The API and key come from --api/--key, else HOOKLINE_API/HOOKLINE_KEY, else the local stack's
 .hookline/dev.env (so `hookline jobs list` works beside a running `hookline dev` without sourcing it).
@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from hookline_client import Client, HooklineApiError, TransportError
 from hookline_client.cli import output as out
+from hookline_client.cli.queues import add_queue_commands
 
 DEV_ENV = Path(".hookline") / "dev.env"
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
@@ -31,7 +32,7 @@ TERMINAL = frozenset({"succeeded", "dead", "cancelled"})
 
 
 def add_job_commands(commands: Any) -> None:
-    """Adds `jobs`, `dead`, `schedules`, `stats` and `signing-secret` to the top-level subcommands."""
+    """Adds `jobs`, `dead`, `schedules`, `queues`, `stats` and `signing-secret` to the subcommands."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print JSON instead of tables")
     common.add_argument("--api", help="API base URL (default: HOOKLINE_API, then .hookline/dev.env)")
@@ -39,6 +40,7 @@ def add_job_commands(commands: Any) -> None:
     _add_jobs(commands, common)
     _add_dead(commands, common)
     _add_schedules(commands, common)
+    add_queue_commands(commands, common, _runner, _show)
     stats = commands.add_parser(
         "stats", parents=[common], help="the last hour's outcomes, backlog, dead letters"
     )
@@ -71,6 +73,7 @@ def _add_jobs(commands: Any, common: argparse.ArgumentParser) -> None:
     submit.add_argument("--method", default=None, help="POST (default), PUT, PATCH, GET, DELETE")
     submit.add_argument("--idempotency-key")
     submit.add_argument("--max-attempts", type=int)
+    submit.add_argument("--queue", help="a named queue (hookline queues put)")
     submit.set_defaults(run=_runner(_submit))
 
     listing = actions.add_parser("list", parents=[common], help="list jobs, newest first")
@@ -247,6 +250,7 @@ def _submit(client: Client, args: argparse.Namespace) -> int:
         "method": args.method.upper() if args.method else None,
         "idempotency_key": args.idempotency_key,
         "max_attempts": args.max_attempts,
+        "queue": args.queue,
     }
     request |= {name: value for name, value in optional.items() if value is not None}
     job = client.submit_job(request)

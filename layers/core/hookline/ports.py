@@ -27,6 +27,7 @@ from hookline.domain.delivery import (
 )
 from hookline.domain.keys import KeyRecord, SigningSecrets
 from hookline.domain.models import Execution, Job, JobStatus, Member
+from hookline.domain.queues import Queue, QueueFigures, QueueVerdict
 from hookline.domain.reconcile import LiveJob, RebuildMarks, UnindexedJobs
 from hookline.domain.stats import Outcome, Tally
 
@@ -393,6 +394,61 @@ class Limiters(Protocol):
         self, key_id: str, now_ms: int, limit: int, period_ms: int, token: str
     ) -> LimiterVerdict:
         """Asks an API key's rate window to admit one more request."""
+        ...
+
+
+class QueueStore(Protocol):
+    """Named queue records, the truth about each queue (DynamoDB)."""
+
+    def put(self, queue: Queue, expected_version: int | None) -> None:
+        """Writes a queue: any (create or replace) when expected_version is None, else only over that version
+        (raises NotFound, or Conflict on another version)."""
+        ...
+
+    def get(self, tenant: str, name: str) -> Queue:
+        """Returns the queue or raises QueueNotFound."""
+        ...
+
+    def list_all(self, tenant: str) -> list[Queue]:
+        """Returns the tenant's queues by name."""
+        ...
+
+    def delete(self, tenant: str, name: str) -> Queue:
+        """Deletes a queue and returns it as it was; raises QueueNotFound."""
+        ...
+
+
+class QueueGate(Protocol):
+    """The queues' live settings, admissions and parked deliveries (Redis)."""
+
+    def admit(
+        self, tenant: str, queue: str, entry: StreamEntry, now_ms: int, lease_expires_ms: int
+    ) -> QueueVerdict:
+        """Asks the queue to admit a delivery: settings, pause, concurrency and rate in one call."""
+        ...
+
+    def write_settings(self, queue: Queue) -> None:
+        """Writes the queue's live settings (with an expiry: the record is re-read when they are gone)."""
+        ...
+
+    def forget_settings(self, tenant: str, name: str) -> None:
+        """Removes a deleted queue's live settings."""
+        ...
+
+    def park(self, entry: StreamEntry, queue: str, now_ms: int) -> bool:
+        """Sets a delivery of a paused queue aside, no attempt spent; False when already finished."""
+        ...
+
+    def unpark(self, shard: int, tenant: str, queue: str, now_ms: int, batch: int) -> tuple[int, int]:
+        """Releases parked deliveries onto the ready stream; returns (moved, left)."""
+        ...
+
+    def parked_queues(self, shard: int) -> list[tuple[str, str]]:
+        """Returns the (tenant, queue) pairs that may have parked deliveries in the shard."""
+        ...
+
+    def figures(self, queue: Queue, shards: int, now_ms: int) -> QueueFigures:
+        """Returns the queue's live figures over every shard."""
         ...
 
 

@@ -215,3 +215,28 @@ def test_given_a_schedule_when_its_jobs_are_opened_then_the_jobs_page_lists_that
     assert created["id"] in chip
     assert empty == "No job from this schedule yet"
     assert not chrome.find_element(By.ID, "jobs-schedule").is_displayed()
+
+
+def test_given_a_paused_queue_with_a_waiting_job_when_resumed_from_the_page_then_figures_and_api_agree(
+    api: Api, served: str, receiver: Receiver, chrome: webdriver.Chrome
+) -> None:
+    api.acme.request("PUT", "/v1/queues/mail", json_body={"rate_limit": {"limit": 5, "period_s": 1}})
+    api.acme.post("/v1/queues/mail/pause")
+    api.acme.post("/v1/jobs", {"url": receiver.url("/mail"), "queue": "mail"})
+    api.deliver_ready()  # parked: the queue is paused
+    sign_in(chrome, served, str(api.acme.api_key))
+    wait(chrome, "#metric-dead")
+
+    chrome.get(f"{served}/dashboard#queues")
+    row = 'tr[data-queue="mail"]'
+    waiting = wait(chrome, f"{row} td.waiting").text
+    paused_row = chrome.find_element(By.CSS_SELECTOR, row).text
+    screenshot(chrome, "queues-paused")
+    chrome.find_element(By.CSS_SELECTOR, f"{row} button.resume").click()
+    wait(chrome, f"{row} button.pause")
+    screenshot(chrome, "queues-resumed")
+
+    assert waiting == "1"
+    assert "paused" in paused_row and "5 / 1 s" in paused_row
+    assert api.acme.get("/v1/queues/mail").json()["paused"] is False
+    assert api.deliver_ready() == 1

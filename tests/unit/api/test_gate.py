@@ -131,10 +131,10 @@ def test_given_resolver_reached_with_a_media_type_it_cannot_parse_then_415_not_5
 
 def test_given_every_keyed_route_then_it_declares_the_scope_of_its_family_and_method() -> None:
     routes = [r for r in app._static_routes + app._dynamic_routes if r.path not in PUBLIC_PATHS]
-    assert len(routes) == 18  # the v1 routes of jobs, dead letters, schedules, stats and the signing secret
+    assert len(routes) == 24  # the v1 routes of jobs, dead letters, schedules, queues, stats and the secret
 
     for route in routes:
-        family = "schedules" if route.path.startswith("/v1/schedules") else "jobs"
+        family = next((f for f in ("schedules", "queues") if route.path.startswith(f"/v1/{f}")), "jobs")
         family = "secrets" if route.path.startswith("/v1/signing-secret") else family
         access = "read" if route.method == "GET" else "write"
         assert scope_of(route.func) == f"{family}:{access}", (route.method, route.path)

@@ -53,7 +53,7 @@ def ok_response(model: type[Any], description: str, status: int = 200) -> dict[i
     responses={
         **ok_response(JobView, "Created", 201),
         **ok_response(JobView, "An idempotent repeat: the job the first request created"),
-        **error_responses(400, 401, 403, 409, 413, 415, 422, 429, 503),
+        **error_responses(400, 401, 403, 404, 409, 413, 415, 422, 429, 503),
     },
 )
 @requires("jobs:write")

@@ -79,6 +79,7 @@ def job_view(job: Job) -> JobView:
         last_status_code=job.last_status_code,
         last_error=job.last_error,
         schedule_id=job.schedule_id,
+        queue=job.flow.queue,
     )
 
 

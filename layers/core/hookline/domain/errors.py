@@ -64,6 +64,12 @@ class NotFound(HooklineError):
     http_status = 404
 
 
+class QueueNotFound(NotFound):
+    """A job or schedule names a queue the tenant has not created: refused, nothing stored."""
+
+    code = "queue_not_found"
+
+
 class Conflict(HooklineError):
     """The request conflicts with the item's current state."""
 

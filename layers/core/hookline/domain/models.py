@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hookline.domain import constants
 from hookline.domain.request_rules import EARLIEST_TIME, LATEST_TIME, ClientTime, check_headers
 
+# A queue name: also part of Redis key names, so no "/", ":", brace or space.
+QUEUE_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+
 HttpMethod = Literal["POST", "PUT", "PATCH", "GET", "DELETE"]
 
 
@@ -98,6 +101,12 @@ class JobRequest(BaseModel):
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=128)
     rate_limit: RateLimit | None = None
     max_concurrency: ConcurrencyLimit | None = None
+    queue: str | None = Field(
+        default=None,
+        pattern=QUEUE_NAME_PATTERN,
+        description="A named queue (PUT /v1/queues/{name}): its pause, rate and concurrency apply at each "
+        "delivery; its retry and timeout defaults are copied into the job at submit.",
+    )
 
     @field_validator("url")
     @classmethod
@@ -147,30 +156,41 @@ class FlowControl:
     rate_period_ms: int = 0
     concurrency_key: str | None = None
     concurrency_limit: int = 0
+    # The named queue whose live settings (pause, rate, concurrency) are read at each delivery; only the
+    # name is carried, never the settings, so a change applies to jobs already waiting.
+    queue: str | None = None
 
     @property
     def is_empty(self) -> bool:
         """Tells whether no limiter applies."""
-        return self.rate_key is None and self.concurrency_key is None
+        return self.rate_key is None and self.concurrency_key is None and self.queue is None
 
     def encode(self) -> str:
-        """Returns a compact, deterministic text form."""
-        return json.dumps(
-            [
-                self.rate_key,
-                self.rate_limit,
-                self.rate_period_ms,
-                self.concurrency_key,
-                self.concurrency_limit,
-            ],
-            separators=(",", ":"),
-        )
+        """Returns a compact, deterministic text form (the queue last, and only when set: members written
+        before queues existed read back unchanged)."""
+        fields: list[str | int | None] = [
+            self.rate_key,
+            self.rate_limit,
+            self.rate_period_ms,
+            self.concurrency_key,
+            self.concurrency_limit,
+        ]
+        if self.queue is not None:
+            fields.append(self.queue)
+        return json.dumps(fields, separators=(",", ":"))
 
     @classmethod
     def decode(cls, text: str) -> FlowControl:
         """Parses the form made by encode()."""
-        rate_key, rate_limit, rate_period_ms, concurrency_key, concurrency_limit = json.loads(text)
-        return cls(rate_key, int(rate_limit), int(rate_period_ms), concurrency_key, int(concurrency_limit))
+        rate_key, rate_limit, rate_period_ms, concurrency_key, concurrency_limit, *queue = json.loads(text)
+        return cls(
+            rate_key,
+            int(rate_limit),
+            int(rate_period_ms),
+            concurrency_key,
+            int(concurrency_limit),
+            queue[0] if queue else None,
+        )
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from redis.retry import Retry
 from hookline.adapters.dynamo.job_store import DynamoJobStore
 from hookline.adapters.dynamo.json_client import DynamoJsonClient
 from hookline.adapters.dynamo.key_store import DynamoKeyStore
+from hookline.adapters.dynamo.queue_store import DynamoQueueStore
 from hookline.adapters.dynamo.schedule_store import DynamoScheduleStore
 from hookline.adapters.dynamo.tables import Keyspace
 from hookline.adapters.dynamo.unindexed import DynamoUnindexedLog
@@ -52,6 +53,8 @@ from hookline.usecases.execute import Executor
 from hookline.usecases.idle import IdleWatch, NoWaker, Wake, WakingUnindexedLog
 from hookline.usecases.manage import JobManager
 from hookline.usecases.promote import Promoter
+from hookline.usecases.queue_admission import QueueAdmission
+from hookline.usecases.queues import QueueManager
 from hookline.usecases.reap import Reaper
 from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.scale import ExecutorScaler, FanOutPolicy, NoLauncher
@@ -399,6 +402,7 @@ class Container:
             stats=CircuitStats(self.stats, self.redis_circuit),
             unindexed=self.unindexed,
             circuit=self.redis_circuit,
+            queues=self.queue_store,
         )
 
     @cached_property
@@ -459,7 +463,18 @@ class Container:
             self.settings.shards,
             floor,
             self.metrics,
+            queues=self.queue_store,
         )
+
+    @cached_property
+    def queue_store(self) -> DynamoQueueStore:
+        """Named queue items in the jobs table."""
+        return DynamoQueueStore(self.dynamodb, self.settings.jobs_table)
+
+    @cached_property
+    def queues(self) -> QueueManager:
+        """The named queue administration use cases (API)."""
+        return QueueManager(self.queue_store, self.index, self.clock, self.settings.shards, self.metrics)
 
     @cached_property
     def callbacks(self) -> HttpCallbackClient:
@@ -494,6 +509,7 @@ class Container:
             presence=self.index,
             # Ending idle only where a promoter starts executors again (the fan-out's function is named).
             idle_ms=self.settings.executor_idle_ms if self.settings.execute_function else 0,
+            queues=QueueAdmission(self.index, self.queue_store, self.metrics),
         )
 
     @cached_property
@@ -541,6 +557,13 @@ class Container:
             if self.reaper_idles
             else None,
             presence=self.index,
+            queues=QueueManager(
+                DynamoQueueStore(self.reaper_dynamodb, self.settings.jobs_table),
+                self.index,
+                self.engine_clock,
+                self.settings.shards,
+                self.metrics,
+            ),
         )
 
     @cached_property

@@ -19,7 +19,7 @@ KEY_CACHE_TTL_MS = 30_000
 # The scopes a key gets unless told otherwise. secrets:write (rotating the tenant's signing secret, which
 # returns the new secret: whoever holds it can sign callbacks the tenant's receivers trust) is granted only
 # when asked for by name.
-ALL_SCOPES = ("jobs:write", "jobs:read", "schedules:write", "schedules:read")
+ALL_SCOPES = ("jobs:write", "jobs:read", "schedules:write", "schedules:read", "queues:write", "queues:read")
 SECRETS_SCOPE = "secrets:write"
 KNOWN_SCOPES = (*ALL_SCOPES, SECRETS_SCOPE)
 

@@ -10,14 +10,15 @@ schedule that someone else has taken over or that was changed meanwhile.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 
 from hookline.domain.cron.schedule import Schedule, plan
 from hookline.domain.delivery import CronClaim, TickResult
-from hookline.domain.errors import NotFound
+from hookline.domain.errors import NotFound, QueueNotFound
 from hookline.domain.ids import derived_id
-from hookline.domain.models import Job
+from hookline.domain.models import Job, JobRequest
 from hookline.domain.sharding import shard_of
 from hookline.ports import Clock, CronIndex, MetricsSink, ScheduleStore
 from hookline.usecases.submit import JobSubmitter
@@ -117,7 +118,12 @@ class CronRunner:
             # Deleted, changed (the new version has its own member) or paused: this member is stale.
             self._index.advance_cron(shard, claim, None)
             return 0, None
-        template = self._submitter.build(schedule.tenant, schedule.template(), now_ms)
+        request: JobRequest = schedule.template()
+        # The queue's retry and timeout defaults as they are at this fire (copied into each occurrence); a
+        # queue deleted since leaves the template as it is (the queue then limits nothing).
+        with contextlib.suppress(QueueNotFound):
+            request = self._submitter.with_queue_defaults(schedule.tenant, request)
+        template = self._submitter.build(schedule.tenant, request, now_ms)
         created, fire_ms = 0, claim.fire_ms
         for _ in range(self._fires_per_claim):
             step = plan(schedule, fire_ms, now_ms, self._grace_ms)

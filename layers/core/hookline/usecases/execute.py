@@ -37,6 +37,7 @@ from hookline.usecases.acker import Acker
 from hookline.usecases.backstop import PromotionBackstop
 from hookline.usecases.heartbeat import Heartbeat, Hold
 from hookline.usecases.indexing import index_or_note
+from hookline.usecases.queue_admission import Parked, QueueAdmission
 from hookline.usecases.readers import Capacity, ShardReaders
 from hookline.usecases.recover import Recoverer
 from hookline.usecases.stats_buffer import StatsBuffer
@@ -115,8 +116,10 @@ class Executor:
         presence: ExecutorPresence | None = None,
         idle_ms: int = 0,
         sleep: Callable[[float], None] = time.sleep,
+        queues: QueueAdmission | None = None,
     ) -> None:
         self._store = store
+        self._queues = queues
         self._sleep = sleep  # waits for a gone executor's lease to end (_claim)
         # Idle mode: a run marks itself alive (the fan-out starts an executor only when none is) and ends
         # once it had nothing to do for idle_ms and the streams hold nothing (0: it runs to its deadline).
@@ -322,7 +325,11 @@ class Executor:
         slots: list[Slot] = []
         try:
             now_ms = self._clock.now_ms()
-            retry_at_ms = self._admit(entry, now_ms, slots)
+            queued = None if self._queues is None else self._queues.admit(entry, now_ms, slots)
+            if isinstance(queued, Parked):
+                # The queue is paused: the delivery waits, parked, until resumed; no attempt is spent.
+                return Disposition.DEFERRED
+            retry_at_ms = queued if queued is not None else self._admit(entry, now_ms, slots)
             if retry_at_ms is not None:
                 self._stream.defer(entry, retry_at_ms)
                 self._metrics.count("Deferred")

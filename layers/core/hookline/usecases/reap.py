@@ -23,6 +23,7 @@ from hookline.usecases.backstop import PromotionBackstop
 from hookline.usecases.cron import ScheduleReconciler
 from hookline.usecases.idle import IdleWatch
 from hookline.usecases.outage import Outage
+from hookline.usecases.queues import QueueManager
 from hookline.usecases.reconcile import JobReconciler
 from hookline.usecases.recover import MAX_BATCHES_PER_PASS, SCAN_START, Recovered, Recoverer
 
@@ -79,8 +80,11 @@ class Reaper:
         idle: IdleWatch | None = None,
         presence: PromoterPresence | None = None,
         readd_grace_ms: int = 0,
+        queues: QueueManager | None = None,
     ) -> None:
         self._store = store
+        # Heals the named queues from their records: a resume lost between DynamoDB and Redis.
+        self._queues = queues
         # Idle mode: the watch ends early while Redis holds nothing due within the horizon and no stream
         # entry, nothing rebuilt or repaired, for the grace (a noted job wakes a reaper: usecases/idle.py).
         self._idle = idle
@@ -338,6 +342,8 @@ class Reaper:
             self._stream.prune_consumers(shard, CONSUMER_IDLE_MS)
             due, inflight = self._due.depth(shard)
             self._metrics.gauge("QueueDepth", due + inflight)
+            if self._queues is not None:
+                self._queues.heal(shard)
             work.tidied = True
         return self._reconcile_shard(shard, until_ms, report)
 

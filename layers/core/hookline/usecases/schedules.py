@@ -18,7 +18,7 @@ from hookline.domain.errors import InvalidRequest
 from hookline.domain.ids import new_id
 from hookline.domain.models import Job
 from hookline.domain.sharding import shard_of
-from hookline.ports import Clock, CronIndex, MetricsSink, ScheduleAdminStore, UrlChecker
+from hookline.ports import Clock, CronIndex, MetricsSink, QueueStore, ScheduleAdminStore, UrlChecker
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +47,10 @@ class ScheduleManager:
         shards: int,
         floor: FrequencyFloor,
         metrics: MetricsSink,
+        queues: QueueStore | None = None,
     ) -> None:
         self._store = store
+        self._queues = queues
         self._index = index
         self._clock = clock
         self._check_url = check_url
@@ -57,8 +59,10 @@ class ScheduleManager:
         self._metrics = metrics
 
     def create(self, tenant: str, request: ScheduleRequest) -> Schedule:
-        """Stores a schedule and indexes its first occurrence; raises InvalidRequest, UnsafeUrl."""
+        """Stores a schedule and indexes its first occurrence; raises InvalidRequest, UnsafeUrl,
+        QueueNotFound (its job names a queue the tenant does not have: nothing is stored)."""
         self._check_url(request.job.url)
+        self._check_queue(tenant, request.job.queue)
         now_ms = self._clock.now_ms()
         schedule_id = new_id(now_ms)
         schedule = Schedule(
@@ -85,6 +89,11 @@ class ScheduleManager:
         self._metrics.count("SchedulesCreated")
         return schedule
 
+    def _check_queue(self, tenant: str, queue: str | None) -> None:
+        """Raises QueueNotFound when a job template names a queue the tenant does not have."""
+        if queue is not None and self._queues is not None:
+            self._queues.get(tenant, queue)
+
     def get(self, tenant: str, schedule_id: str) -> Schedule:
         """Returns one of the tenant's schedules; raises NotFound."""
         return self._store.get(tenant, schedule_id)
@@ -110,6 +119,7 @@ class ScheduleManager:
         now_ms = self._clock.now_ms()
         if update.job is not None:
             self._check_url(update.job.url)
+            self._check_queue(tenant, update.job.queue)
         changed = current.with_changes(
             expression=update.expression or current.expression,
             timezone=update.timezone or current.timezone,

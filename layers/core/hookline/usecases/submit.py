@@ -18,6 +18,7 @@ from hookline.ports import (
     JobStore,
     MetricsSink,
     NullStats,
+    QueueStore,
     StatsRecorder,
     UnindexedLog,
     UrlChecker,
@@ -51,6 +52,7 @@ def flow_of(request: JobRequest) -> FlowControl:
         rate_period_ms=int(rate.period_s * 1000) if rate else 0,
         concurrency_key=concurrency.key if concurrency else None,
         concurrency_limit=concurrency.limit if concurrency else 0,
+        queue=request.queue,
     )
 
 
@@ -76,8 +78,10 @@ class JobSubmitter:
         stats: StatsRecorder | None = None,
         unindexed: UnindexedLog | None = None,
         circuit: Circuit | None = None,
+        queues: QueueStore | None = None,
     ) -> None:
         self._store = store
+        self._queues = queues
         self._index = index
         self._unindexed = unindexed
         self._circuit = circuit
@@ -112,8 +116,18 @@ class JobSubmitter:
             flow=flow_of(request),
         )
 
+    def with_queue_defaults(self, tenant: str, request: JobRequest) -> JobRequest:
+        """Returns the request with its queue's retry and timeout defaults where the client gave none.
+
+        Raises:
+            QueueNotFound: the request names a queue the tenant does not have (nothing is stored).
+        """
+        if request.queue is None or self._queues is None:
+            return request
+        return self._queues.get(tenant, request.queue).apply_defaults(request)
+
     def submit(self, tenant: str, request: JobRequest) -> SubmitResult:
-        """Stores and indexes a job; raises UnsafeUrl, IdempotencyConflict."""
+        """Stores and indexes a job; raises UnsafeUrl, IdempotencyConflict, QueueNotFound."""
         return self._submit(tenant, request, self._stats)
 
     @contextmanager
@@ -155,6 +169,7 @@ class JobSubmitter:
         # Only an idempotent request needs its digest (to tell a reused key from a repeat); hashing every
         # request would encode its body once more on the hot path.
         digest = request_hash(request) if request.idempotency_key is not None else ""
+        request = self.with_queue_defaults(tenant, request)
         job, created = self._store.create(self.build(tenant, request, now_ms), digest, now_ms)
         if created:
             (index or self.index)(job, now_ms)

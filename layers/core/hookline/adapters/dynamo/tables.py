@@ -16,6 +16,7 @@ JOBS_SK = "sk"
 JOB_SK_PREFIX = "job#"
 IDEMPOTENCY_SK_PREFIX = "idem#"
 SCHEDULE_SK_PREFIX = "sched#"
+QUEUE_SK_PREFIX = "queue#"
 # Sparse GSI: only live jobs (live_shard "<shard>#<bucket>") and active schedules ("cron:<shard>") carry
 # these two attributes; the reaper's reconciliation reads it.
 LIVE_INDEX = "live"

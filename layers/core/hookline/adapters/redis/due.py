@@ -151,7 +151,8 @@ class RedisDueIndex(RedisBase):
     def indexed_members(
         self, shard: int, members: Sequence[Member], stale_before_ms: int | None = None
     ) -> list[bool]:
-        """Tells, for each member, whether the due or in-flight index holds it (one pipelined round trip).
+        """Tells, for each member, whether the due, in-flight or parked index holds it (one pipelined round
+        trip; a member of no named queue cannot be parked, and is not looked for there).
 
         An in-flight member that entered the ready stream before stale_before_ms does not count: no
         delivery lasts that long, so its entry was lost (a partial loss, a consumer deleted with it).
@@ -160,12 +161,17 @@ class RedisDueIndex(RedisBase):
         for member in members:
             pipe.zscore(redis_keys.due_key(shard), member.encode())
             pipe.zscore(redis_keys.inflight_key(shard), member.encode())
-        scores = pipe.execute()
+            queue = member.flow.queue
+            if queue is not None:
+                pipe.zscore(redis_keys.parked_key(shard, member.tenant, queue), member.encode())
+        scores = iter(pipe.execute())
         floor = float("-inf") if stale_before_ms is None else stale_before_ms
-        return [
-            scores[i] is not None or (scores[i + 1] is not None and scores[i + 1] >= floor)
-            for i in range(0, len(scores), 2)
-        ]
+        held = []
+        for member in members:
+            due, inflight = next(scores), next(scores)
+            parked = next(scores) if member.flow.queue is not None else None
+            held.append(due is not None or parked is not None or (inflight is not None and inflight >= floor))
+        return held
 
     def depth(self, shard: int) -> tuple[int, int]:
         """Returns (due members, in-flight members) of a shard, for the queue-depth metric."""

@@ -4,6 +4,8 @@ All keys of one shard share the hash tag `{hl:s<shard>}`, so one Lua script may 
 Redis cluster. Limiter keys get a hash tag of their own: their scripts touch nothing else.
 """
 
+from hookline.domain.queues import limiter_name
+
 CONSUMER_GROUP = "executors"
 
 
@@ -130,6 +132,31 @@ def concurrency_told_key(tenant: str, key: str) -> str:
 def concurrency_hold_key(tenant: str, key: str) -> str:
     """STRING: the typical time (ms) a holder of one concurrency-limit key holds its slot."""
     return f"{{hl:cc:{tenant}:{key}}}:hold"
+
+
+def parked_key(shard: int, tenant: str, queue: str) -> str:
+    """ZSET: member → when it was parked (ms); a paused queue's deliveries in one shard (park.lua)."""
+    return f"{_shard_tag(shard)}:parked:{tenant}/{queue}"
+
+
+def parked_queues_key(shard: int) -> str:
+    """SET: "tenant/queue" of each parked ZSET of the shard that may hold members (the reaper heals these)."""
+    return f"{_shard_tag(shard)}:parked-queues"
+
+
+def queue_settings_key(tenant: str, queue: str) -> str:
+    """HASH: a named queue's live settings (limit, period_ms, max_concurrency, paused_since_ms), with expiry.
+
+    Shares the hash tag of the queue's semaphore (concurrency_key(tenant, limiter_name(queue))), so
+    queue_admit.lua reads the settings and takes the slot and the rate admission in one call.
+    """
+    return f"{{hl:cc:{tenant}:{limiter_name(queue)}}}:settings"
+
+
+def queue_rate_keys(tenant: str, queue: str) -> list[str]:
+    """ZSETs: a named queue's rate window (admission → time ms), its line (waiter → place) and told turns."""
+    tag = f"{{hl:cc:{tenant}:{limiter_name(queue)}}}"
+    return [f"{tag}:rate", f"{tag}:rate-queue", f"{tag}:rate-told"]
 
 
 def api_rate_key(key_id: str) -> str:

@@ -31,8 +31,11 @@ SCRIPT_NAMES = (
     "cron_advance",
     "cron_set",
     "fanout_reserve",
+    "queue_admit",
+    "park",
+    "unpark",
 )
-FRAGMENT_NAMES = ("waiter_queue", "wake_claim")
+FRAGMENT_NAMES = ("waiter_queue", "wake_claim", "rate_window", "semaphore")
 FRAGMENT_DIR = "shared"
 _INCLUDE = re.compile(r"^-- @include (\w+)$", re.MULTILINE)
 

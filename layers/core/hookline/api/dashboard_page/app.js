@@ -122,6 +122,10 @@ function route() {
   } else if (page === "jobs") guarded(() => loadJobs(true));
   else if (page === "dead") guarded(() => loadDead(true));
   else if (page === "schedules") guarded(() => loadSchedules(true));
+  else if (page === "queues") {
+    guarded(loadQueues);
+    state.refresh = setInterval(() => guarded(loadQueues), REFRESH_MS);
+  }
   else if (page === "secret") resetRotation();
 }
 
@@ -379,6 +383,32 @@ async function loadSchedules(reset) {
   state.schedulesNext = page.next;
   $("schedules-next").disabled = !page.next;
   $("schedules-first").disabled = state.schedulesCursors.length === 1;
+}
+
+// --- queues ---------------------------------------------------------------------------------------
+
+async function loadQueues() {
+  const listing = await api("GET", "/v1/queues");
+  // The list has no live figures; GET of each queue has them (a tenant has few queues).
+  const detailed = await Promise.all(listing.queues.map((q) => api("GET", `/v1/queues/${encodeURIComponent(q.name)}`)));
+  rows($("queue-rows"), detailed, (q) => {
+    const path = `/v1/queues/${encodeURIComponent(q.name)}`;
+    const figures = q.figures || {};
+    return el("tr", { "data-queue": q.name },
+      el("td", { class: "mono" }, q.name),
+      el("td", { class: "state" }, badge(q.paused ? "paused" : "running"), q.paused ? ` since ${short(q.paused_since)}` : ""),
+      el("td", {}, q.rate_limit ? `${q.rate_limit.limit} / ${q.rate_limit.period_s} s` : "–"),
+      el("td", {}, q.max_concurrency ? String(q.max_concurrency) : "–"),
+      el("td", { class: "waiting" }, String(figures.waiting ?? "–")),
+      el("td", { class: "in-flight" }, String(figures.in_flight ?? "–")),
+      el("td", { class: "in-window" }, String(figures.in_rate_window ?? "–")),
+      el("td", {},
+        el("button", { class: q.paused ? "resume" : "pause secondary", onclick: () => guarded(async () => {
+          await api("POST", `${path}/${q.paused ? "resume" : "pause"}`);
+          await loadQueues();
+          notice(`${q.paused ? "Resumed" : "Paused"} queue ${q.name}`);
+        }) }, q.paused ? "Resume" : "Pause")));
+  }, "No queues (create one with PUT /v1/queues/{name} or hookline queues put)");
 }
 
 function showScheduleJobs(id) {
