@@ -31,6 +31,7 @@ local new_member = ARGV[4] == '1'
 local horizon_ms = tonumber(ARGV[5] or '0')
 
 -- @include wake_claim
+-- @include ready_entry
 
 local function wake()
   return wake_claim(KEYS[5], KEYS[6], due_ms, now_ms, horizon_ms, tonumber(ARGV[6] or '0'))
@@ -44,8 +45,7 @@ if due_ms <= now_ms then
   if not new_member then
     redis.call('ZREM', due_key, member)
   end
-  redis.call('XADD', ready_key, '*', 'm', member, 'd', '0')
-  redis.call('ZADD', inflight_key, now_ms, member)
+  enter_ready(ready_key, inflight_key, member, now_ms)
   return 1 + wake()
 end
 

@@ -14,6 +14,8 @@
 -- Returns {moved, next_due_ms}: how many members were moved, and the due time of the earliest member
 -- left (-1 when none is left). moved == batch means more may be due: the caller loops.
 -- O(batch * log N).
+-- @include ready_entry
+
 local due_key, ready_key, inflight_key = KEYS[1], KEYS[2], KEYS[3]
 local now_ms = tonumber(ARGV[1])
 local batch = tonumber(ARGV[2])
@@ -23,13 +25,7 @@ if KEYS[4] ~= nil and tonumber(ARGV[3] or '0') > 0 then
 end
 
 local members = redis.call('ZRANGEBYSCORE', due_key, '-inf', now_ms, 'LIMIT', 0, batch)
-for _, member in ipairs(members) do
-  redis.call('XADD', ready_key, '*', 'm', member, 'd', '0')
-  redis.call('ZADD', inflight_key, now_ms, member)
-end
-if #members > 0 then
-  redis.call('ZREM', due_key, unpack(members))
-end
+move_to_ready(due_key, ready_key, inflight_key, members, now_ms)
 
 local next_due = redis.call('ZRANGE', due_key, 0, 0, 'WITHSCORES')
 if next_due[2] == nil then

@@ -24,15 +24,10 @@ local now_ms, batch, queue = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local horizon_ms = tonumber(ARGV[4] or '0')
 
 -- @include wake_claim
+-- @include ready_entry
 
 local members = redis.call('ZRANGE', parked_key, 0, batch - 1)
-for _, member in ipairs(members) do
-  redis.call('XADD', ready_key, '*', 'm', member, 'd', '0')
-  redis.call('ZADD', inflight_key, now_ms, member)
-end
-if #members > 0 then
-  redis.call('ZREM', parked_key, unpack(members))
-end
+move_to_ready(parked_key, ready_key, inflight_key, members, now_ms)
 local left = redis.call('ZCARD', parked_key)
 if left == 0 then
   redis.call('SREM', queues_key, queue)

@@ -35,7 +35,7 @@ SCRIPT_NAMES = (
     "park",
     "unpark",
 )
-FRAGMENT_NAMES = ("waiter_queue", "wake_claim", "rate_window", "semaphore")
+FRAGMENT_NAMES = ("waiter_queue", "wake_claim", "rate_window", "semaphore", "ready_entry")
 FRAGMENT_DIR = "shared"
 _INCLUDE = re.compile(r"^-- @include (\w+)$", re.MULTILINE)
 
